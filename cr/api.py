@@ -1,0 +1,409 @@
+"""The library API: every operation the CLI offers, as functions returning dataclasses/dicts.
+
+    import cr
+    cr.find("model", tags=["onnx"])
+    cr.show("model:lenet-digits@>=1")
+    cr.new("dataset", "my-data", version="1.0.0", tags=["images"])
+    cr.check()
+
+Nothing here prints: warnings go to the Reporter (cr.events). CRError is raised for
+anything a user can fix.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import Conflict, CRError, InvalidMeta, NotFound, RepoError
+from .events import reporter
+from .fsutil import atomic_write_json, sha256_file
+from .paths import cr_home, ensure_home
+from .store import registry
+from .store.index import Component, Index
+from .store.meta import Problem, load_json, validate, validate_repo_meta
+from .store.refs import Ref, check_kind, check_name, parse_ref, parse_spec, parse_version
+from .store.repository import REPO_FILE, Repo, read_repo
+
+__all__ = [
+    "Component", "CheckReport", "FileCheck", "find", "show", "resolve", "new", "check",
+    "verify_files", "repo_list", "repo_add", "repo_init", "repo_pull", "repo_update", "repo_rm",
+    "open_index",
+]
+
+
+def open_index(refresh: bool = True) -> Index:
+    """The search index over every registered repo, brought up to date.
+
+    Invalid metas are reported as warnings naming the file; they never stop a search.
+    """
+    home = cr_home()
+    index = Index(home, registry.all_repos(home))
+    if refresh:
+        index.refresh()
+        for repo, path, error in index.invalid():
+            reporter().warning(f"skipped invalid component ({repo}): {error}")
+    return index
+
+
+def find(
+    kind: str | None = None,
+    tags: list[str] | tuple[str, ...] = (),
+    version: str | None = None,
+    repo: str | None = None,
+    name: str | None = None,
+) -> list[Component]:
+    """Components matching every filter, highest precedence first.
+
+    tags: names that must be present; a leading '-' means must be absent ('-deprecated').
+    version: a PEP 440 specifier or a bare version. name: exact name or a glob ('lenet*').
+    """
+    if kind is not None:
+        check_kind(kind)
+    want = tuple(t for t in tags if t and not t.startswith("-"))
+    avoid = tuple(t[1:] for t in tags if t.startswith("-") and len(t) > 1)
+    spec = parse_spec(version) if version else None
+    index = open_index()
+    try:
+        if repo is not None and repo not in index.rank:
+            raise RepoError(f"no repository named {repo!r}", hint="cr repo list shows the registered ones")
+        exact = name if name and not any(c in name for c in "*?[") else None
+        found = index.components(kind=kind, name=exact, tags=want, not_tags=avoid, repo=repo)
+    finally:
+        index.close()
+    if name and exact is None:
+        found = [c for c in found if fnmatch.fnmatchcase(c.name, name)]
+    if spec is not None:
+        found = [c for c in found if spec.contains(parse_version(c.version), prereleases=True)]
+    _warn_shadowed(found)
+    return found
+
+
+def _warn_shadowed(components: list[Component]) -> None:
+    first: dict[tuple[str, str, str], Component] = {}
+    for c in components:
+        key = (c.kind, c.name, c.version)
+        if key in first:
+            reporter().warning(f"{c.ref} in repo {c.repo!r} is shadowed by the one in repo {first[key].repo!r}")
+        else:
+            first[key] = c
+
+
+def resolve(ref: str | Ref, index: Index | None = None) -> Component:
+    """The component a ref means: the newest matching version, from the highest-precedence repo."""
+    ref = parse_ref(ref) if isinstance(ref, str) else ref
+    own = index is None
+    index = index or open_index()
+    try:
+        candidates = index.components(kind=ref.kind, name=ref.name)
+        repos = [r.name for r in index.repos]
+    finally:
+        if own:
+            index.close()
+    if not candidates:
+        raise NotFound(
+            f"no component {ref.kind}:{ref.name}",
+            hint=f"searched repositories: {', '.join(repos)}; cr find {ref.kind} lists what exists",
+        )
+    matching = [c for c in candidates if ref.matches_version(c.version)]
+    if not matching:
+        versions = ", ".join(dict.fromkeys(c.version for c in candidates))
+        raise NotFound(f"no version of {ref.kind}:{ref.name} matches {ref.spec!r}", hint=f"available versions: {versions}")
+    best = matching[0]
+    for other in matching[1:]:
+        if other.version == best.version:
+            reporter().warning(f"{best.ref} from repo {best.repo!r} shadows the one in repo {other.repo!r}")
+    return best
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """Verification of one file listed in a meta's files: status is ok, missing or mismatch."""
+
+    path: str
+    expected: str
+    actual: str | None
+    status: str
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "expected": self.expected, "actual": self.actual, "status": self.status}
+
+
+def verify_files(component_dir: Path, meta: dict) -> list[FileCheck]:
+    """sha256 of every file in meta['files'] compared with what is on disk."""
+    checks = []
+    files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
+    for rel, expected in sorted(files.items()):
+        target = component_dir / rel
+        if not isinstance(expected, str):
+            continue
+        if not target.is_file():
+            checks.append(FileCheck(rel, expected, None, "missing"))
+            continue
+        actual = sha256_file(target)
+        checks.append(FileCheck(rel, expected, actual, "ok" if actual == expected else "mismatch"))
+    return checks
+
+
+def show(ref: str | Ref, verify: bool = True) -> dict:
+    """A component's meta, location and (with verify) the checksum state of its files."""
+    index = open_index()
+    try:
+        comp = resolve(ref, index)
+        meta = index.meta_of(comp)
+    finally:
+        index.close()
+    out = comp.to_dict()
+    out["meta_path"] = str(comp.meta_path)
+    out["meta"] = meta
+    if verify:
+        checks = verify_files(comp.path, meta)
+        out["files"] = [c.to_dict() for c in checks]
+        out["verified"] = all(c.status == "ok" for c in checks)
+    return out
+
+
+def _skeleton(kind: str, name: str, version: str, tags: list[str], description: str) -> dict:
+    meta = {
+        "uid": secrets.token_hex(8),
+        "kind": kind,
+        "name": name,
+        "version": version,
+        "tags": list(dict.fromkeys(tags)),
+        "description": description,
+        "license": "",
+        "deps": [],
+        "files": {},
+    }
+    if kind == "action":
+        meta["entry"] = f"cr_actions.{name.replace('-', '_').replace('.', '_')}:main"
+        meta["parameters"] = {"type": "object", "properties": {}}
+        meta["defaults"] = {}
+    return meta
+
+
+def new(
+    kind: str,
+    name: str,
+    version: str = "0.1.0",
+    tags: list[str] | tuple[str, ...] = (),
+    repo: str | None = None,
+    description: str = "",
+) -> Component:
+    """Create a valid skeleton component in repo (default: the local repo) and index it."""
+    check_kind(kind)
+    check_name(name)
+    parse_version(version)
+    home = ensure_home()
+    target = registry.ensure_local_repo(home) if repo in (None, registry.LOCAL_REPO) else registry.find_repo(repo, home)
+    if not target.writable:
+        raise RepoError(f"repository {target.name!r} is shipped with reefkit and read-only", hint="leave out --repo to use your local repo")
+    if target.layout == "name" and target.kind != kind:
+        raise RepoError(f"repository {target.name!r} holds only {target.kind} components")
+    meta = _skeleton(kind, name, version, list(tags), description)
+    problems = validate(meta, kind=kind)
+    if problems:
+        raise InvalidMeta(f"cannot create {kind}:{name}: {problems[0]}", hint="tags use lowercase letters, digits and . _ + -")
+    meta_path = target.meta_path(kind, name, version)
+    if meta_path.exists():
+        raise Conflict(f"{kind}:{name}@{version} already exists in repo {target.name!r} ({meta_path})", hint="choose another --version")
+    atomic_write_json(meta_path, meta, durable=False)
+    index = Index(home, registry.all_repos(home))
+    try:
+        index.add(target, meta_path)
+    finally:
+        index.close()
+    return Component(kind, name, version, meta["uid"], target.name, meta_path, tuple(meta["tags"]), description)
+
+
+@dataclass
+class CheckReport:
+    """What `cr check` found: checked counts components, problems lists every issue."""
+
+    checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "problems": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.problems],
+        }
+
+
+def _check_meta_file(meta_path: Path, repo: Repo | None, report: CheckReport) -> None:
+    report.checked += 1
+    try:
+        meta = load_json(meta_path)
+    except InvalidMeta as exc:
+        report.problems.append(Problem(str(meta_path), "", exc.message.split(": ", 1)[-1]))
+        return
+    fixed_kind = repo.kind if repo is not None and repo.layout == "name" else None
+    problems = validate(meta, str(meta_path), kind=fixed_kind)
+    report.problems.extend(problems)
+    if problems:
+        return
+    if repo is not None:
+        expected = repo.meta_path(meta["kind"], meta["name"], meta["version"])
+        if expected.absolute() != meta_path.absolute():
+            report.problems.append(Problem(str(meta_path), "", f"kind/name/version say it belongs at {expected}, found at {meta_path}"))
+    for check in verify_files(meta_path.parent, meta):
+        pointer = "/files/" + check.path.replace("~", "~0").replace("/", "~1")
+        if check.status == "missing":
+            report.problems.append(Problem(str(meta_path), pointer, f"expected file {check.path}, found nothing"))
+        elif check.status == "mismatch":
+            report.problems.append(Problem(str(meta_path), pointer, f"expected sha256 {check.expected}, found {check.actual}"))
+    for key in ("file", "labels"):
+        rel = meta.get(key)
+        if isinstance(rel, str) and not (meta_path.parent / rel).is_file():
+            report.problems.append(Problem(str(meta_path), f"/{key}", f"expected file {rel}, found nothing"))
+        elif isinstance(rel, str) and rel not in meta.get("files", {}):
+            report.problems.append(Problem(str(meta_path), f"/{key}", f"{rel} is not listed in files (no checksum)"))
+
+
+def _check_repo(repo: Repo, report: CheckReport) -> None:
+    for meta_path, _ in repo.scan():
+        _check_meta_file(Path(meta_path), repo, report)
+
+
+def check(target: str | Path | None = None) -> CheckReport:
+    """Validate metas and checksums: everything (None), a path (meta file, component dir or repo) or a ref."""
+    report = CheckReport()
+    if target is None:
+        index = open_index(refresh=False)
+        try:
+            for repo in index.repos:
+                _check_repo(repo, report)
+            index.refresh()
+            for what, comps in index.duplicates():
+                where = "; ".join(f"{c.repo}: {c.meta_path}" for c in comps)
+                report.problems.append(Problem(str(comps[1].meta_path), "", f"duplicate {what} (also in {comps[0].repo}); precedence keeps {comps[0].repo}: {where}"))
+        finally:
+            index.close()
+        return report
+    path = Path(target)
+    if path.exists():
+        path = path.absolute()
+        if path.is_file():
+            if path.name == REPO_FILE:
+                _check_repo_file(path.parent, report)
+            else:
+                _check_meta_file(path, _owning_repo(path), report)
+        elif (path / REPO_FILE).is_file():
+            repo = _check_repo_file(path, report)
+            if repo is not None:
+                _check_repo(repo, report)
+        else:
+            metas = [p for p in (path / "meta.json", path / "recipe.json") if p.is_file()]
+            if not metas:
+                raise NotFound(f"{path} holds no meta.json and no {REPO_FILE}", hint="give a meta.json, a component directory, a repository or a ref")
+            _check_meta_file(metas[0], _owning_repo(metas[0]), report)
+        return report
+    if isinstance(target, str) and ":" in target:
+        comp = resolve(target)
+        repo = next((r for r in registry.all_repos() if r.name == comp.repo), None)
+        _check_meta_file(comp.meta_path, repo, report)
+        return report
+    raise NotFound(f"{target} is neither an existing path nor a component reference", hint="e.g. cr check ./my-repo or cr check model:lenet-digits")
+
+
+def _check_repo_file(path: Path, report: CheckReport) -> Repo | None:
+    try:
+        meta = load_json(path / REPO_FILE)
+    except InvalidMeta as exc:
+        report.problems.append(Problem(str(path / REPO_FILE), "", exc.message.split(": ", 1)[-1]))
+        return None
+    problems = validate_repo_meta(meta, str(path / REPO_FILE))
+    report.problems.extend(problems)
+    return None if problems else read_repo(path, "dir", validate=False)
+
+
+def _owning_repo(meta_path: Path) -> Repo | None:
+    """The repository a meta file sits in (by cr-repo.json two or three levels up), if any."""
+    for up in (meta_path.parent.parent, meta_path.parent.parent.parent.parent):
+        if (up / REPO_FILE).is_file():
+            try:
+                repo = read_repo(up, "dir")
+            except CRError:
+                return None
+            if repo.layout == "name" and up == meta_path.parent.parent:
+                return repo
+            if repo.layout != "name" and up == meta_path.parent.parent.parent.parent:
+                return repo
+    return None
+
+
+# -- repositories -----------------------------------------------------------------------
+
+def repo_list() -> list[dict]:
+    """Every repository in precedence order, with its component count and whether it exists."""
+    home = cr_home()
+    repos = registry.all_repos(home)
+    counts: dict[str, int] = {}
+    try:
+        index = Index(home, repos)
+    except CRError:
+        index = None
+    if index is not None:
+        try:
+            index.refresh()
+            for name, count in index.db.execute("SELECT repo, COUNT(*) FROM entries WHERE error IS NULL GROUP BY repo"):
+                counts[name] = count
+        finally:
+            index.close()
+    out = []
+    for rank, repo in enumerate(repos):
+        out.append({
+            "rank": rank + 1,
+            "name": repo.name,
+            "origin": repo.origin,
+            "path": str(repo.path),
+            "url": repo.url,
+            "ref": repo.ref,
+            "exists": (repo.path / REPO_FILE).is_file(),
+            "components": counts.get(repo.name, 0),
+        })
+    return out
+
+
+def repo_add(path: str | Path) -> Repo:
+    """Register a plain directory holding cr-repo.json."""
+    return registry.add_dir(Path(path))
+
+
+def repo_init(path: str | Path, name: str, register: bool = True) -> Repo:
+    """Create cr-repo.json in path and (by default) register it."""
+    repo = registry.init_dir(Path(path), name)
+    return registry.register(repo) if register else repo
+
+
+def repo_pull(url: str, ref: str | None = None) -> Repo:
+    """Clone a git repository of components into CR_HOME/repos and register it."""
+    from .store import gitrepo
+
+    return gitrepo.pull(url, ref)
+
+
+def repo_update(name: str | None = None) -> list[dict]:
+    """Fetch and check out the recorded revision of one or every git repo."""
+    from .store import gitrepo
+
+    repos = [r for r in registry.registered() if r.origin == "git" and (name is None or r.name == name)]
+    if name is not None and not repos:
+        raise RepoError(f"no git repository named {name!r}", hint="cr repo list shows the registered ones")
+    out = []
+    for repo in repos:
+        old, new_sha = gitrepo.update(repo)
+        out.append({"name": repo.name, "old": old, "new": new_sha, "changed": old != new_sha})
+    return out
+
+
+def repo_rm(name: str) -> Repo:
+    """Unregister a repository (deleting the clone if cr pulled it)."""
+    return registry.unregister(name)

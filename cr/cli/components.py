@@ -1,0 +1,113 @@
+"""find, show, new, check: the component commands."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from . import output
+
+KIND_HELP = "model, dataset, solution, platform, action or software"
+
+
+def _split_tags(value: str | None) -> list[str]:
+    return [t.strip() for t in value.split(",") if t.strip()] if value else []
+
+
+@click.command()
+@click.argument("kind", required=False)
+@click.option("--tags", help="Comma-separated tags that must all be present; prefix with - to exclude (a,b,-c).")
+@click.option("--version", "version", help="PEP 440 version or specifier, e.g. 1.0.0 or '>=1,<2'.")
+@click.option("--repo", help="Only this repository.")
+@click.option("--name", help="Exact name or glob pattern (lenet*).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def find(kind, tags, version, repo, name, as_json):
+    """Find components (KIND: model, dataset, solution, platform, action, software)."""
+    from ..api import find as api_find
+
+    found = api_find(kind, tags=_split_tags(tags), version=version, repo=repo, name=name)
+    if as_json:
+        output.emit_json([c.to_dict() for c in found])
+        return
+    rows = [[c.ref, c.repo, ",".join(c.tags), c.description] for c in found]
+    output.table(["REF", "REPO", "TAGS", "DESCRIPTION"], rows, empty="no matching components")
+
+
+@click.command()
+@click.argument("ref", nargs=-1, required=True)
+@click.option("--no-verify", is_flag=True, help="Skip checksum verification of the component's files.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show(ref, no_verify, as_json):
+    """Show a component: REF as kind:name[@spec] or KIND NAME[@spec]."""
+    from ..api import show as api_show
+    from ..store.refs import parse_ref_words
+
+    info = api_show(parse_ref_words(ref), verify=not no_verify)
+    if as_json:
+        output.emit_json(info)
+        return
+    click.echo(f"{info['ref']}  (uid {info['uid']})")
+    click.echo(f"repo:  {info['repo']}")
+    click.echo(f"path:  {info['path']}")
+    if info.get("tags"):
+        click.echo(f"tags:  {', '.join(info['tags'])}")
+    if "files" in info:
+        if not info["files"]:
+            click.echo("files: none listed")
+        for f in info["files"]:
+            mark = {"ok": "ok", "missing": "MISSING", "mismatch": "MISMATCH"}[f["status"]]
+            click.echo(f"file:  {f['path']}  sha256 {mark}")
+    click.echo("meta:")
+    click.echo(json.dumps(info["meta"], indent=2, ensure_ascii=False))
+    if "files" in info and not info["verified"]:
+        from ..errors import CRError
+
+        bad = [f["path"] for f in info["files"] if f["status"] != "ok"]
+        raise CRError(f"{info['ref']}: {len(bad)} file(s) fail verification: {', '.join(bad)}", hint=f"cr check {info['ref']} gives details")
+
+
+@click.command()
+@click.argument("kind")
+@click.argument("name")
+@click.option("--version", "version", default="0.1.0", show_default=True, help="PEP 440 version.")
+@click.option("--tags", help="Comma-separated tags.")
+@click.option("--repo", help="Repository to create it in (default: your local repo).")
+@click.option("--description", default="", help="One-line description.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def new(kind, name, version, tags, repo, description, as_json):
+    """Create a valid skeleton component KIND NAME in your local repo (or --repo)."""
+    from ..api import new as api_new
+
+    comp = api_new(kind, name, version=version, tags=_split_tags(tags), repo=repo, description=description)
+    if as_json:
+        output.emit_json(comp.to_dict())
+    else:
+        click.echo(f"created {comp.ref} in repo {comp.repo}: {comp.meta_path}")
+
+
+@click.command()
+@click.argument("target", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def check(target, as_json):
+    """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF."""
+    from ..api import check as api_check
+    from ..errors import CRError
+    from ..store.refs import parse_ref_words
+
+    if len(target) == 2:
+        what = str(parse_ref_words(target))
+    elif len(target) == 1:
+        what = target[0]
+    elif not target:
+        what = None
+    else:
+        raise click.UsageError("give at most one PATH or REF (or KIND NAME)")
+    report = api_check(what)
+    if as_json:
+        output.emit_json(report.to_dict())
+    else:
+        for p in report.problems:
+            click.echo(str(p))
+        click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)"), err=True)
+    if not report.ok:
+        raise SystemExit(1)

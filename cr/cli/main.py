@@ -1,0 +1,86 @@
+"""Entry point of `cr`: global options, error handling, and the command groups.
+
+Heavy modules (the store, rich, gitpython) are imported inside commands, so that
+`cr --help` and `cr --version` stay fast and import no numerical framework.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..__about__ import __version__
+from ..errors import CRError
+from ..events import Reporter, set_reporter
+from . import output
+
+
+class CLIReporter(Reporter):
+    """Warnings and infos on stderr; the same warning is shown once per run."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self._seen: set[str] = set()
+
+    def warning(self, message: str) -> None:
+        if message not in self._seen:
+            self._seen.add(message)
+            output.warn(message)
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(message, err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="cr", message="%(prog)s (reefkit) %(version)s")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Only print results and errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
+    """reefkit: portable, versioned ML components and reproducible benchmarks.
+
+    Commands follow `cr ACTION [KIND] [NAME|REF]`. A reference is kind:name,
+    kind:name@1.2.0 or kind:name@>=1,<2; `KIND NAME` as two words works too.
+    Every listing takes --json. Set CR_HOME to choose where reefkit keeps its store.
+    """
+    ctx.obj = {"debug": debug}
+    set_reporter(CLIReporter(quiet=quiet))
+
+
+def _register_commands() -> None:
+    from . import components, repos
+
+    for command in (components.find, components.show, components.new, components.check):
+        cli.add_command(command)
+    cli.add_command(repos.repo)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI: CRError -> 'Error: ...' + hint and exit 1 (traceback only with --debug)."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="cr", standalone_mode=False)
+    except CRError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        output.error(exc.message, exc.hint)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(0)

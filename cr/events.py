@@ -1,0 +1,48 @@
+"""Reporter hooks: the core never prints, it tells a Reporter.
+
+The default Reporter ignores everything; the CLI installs one that renders warnings
+on stderr and progress bars with rich. Library users may pass their own.
+"""
+from __future__ import annotations
+
+
+class Reporter:
+    """No-op base. Subclass and override what you want to see."""
+
+    def warning(self, message: str) -> None:
+        """A problem that does not stop the operation (a malformed meta, a shadowed duplicate)."""
+
+    def info(self, message: str) -> None:
+        """A step worth telling a user about (cloning, indexing)."""
+
+    def progress(self, task: str, done: int, total: int | None) -> None:
+        """Progress of long work; total is None when unknown."""
+
+
+class CollectingReporter(Reporter):
+    """Keeps warnings and infos in lists; handy in tests and in the library API."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self.infos: list[str] = []
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def info(self, message: str) -> None:
+        self.infos.append(message)
+
+
+_current: Reporter = Reporter()
+
+
+def reporter() -> Reporter:
+    """The reporter in force for this process."""
+    return _current
+
+
+def set_reporter(new: Reporter) -> Reporter:
+    """Install a reporter; returns the previous one so callers can restore it."""
+    global _current
+    old, _current = _current, new
+    return old

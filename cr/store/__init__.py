@@ -1,0 +1,1 @@
+"""Components, repositories, the search index and component references."""
