@@ -12,6 +12,7 @@ from .api import (
     find,
     new,
     open_index,
+    rehash,
     repo_add,
     repo_init,
     repo_list,
@@ -26,6 +27,6 @@ from .errors import CRError
 
 __all__ = [
     "__version__", "CRError", "CheckReport", "Component", "FileCheck", "check", "find", "new",
-    "open_index", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_update",
+    "open_index", "rehash", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_update",
     "resolve", "show", "verify_files",
 ]

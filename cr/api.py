@@ -29,7 +29,7 @@ from .store.repository import REPO_FILE, Repo, read_repo
 
 __all__ = [
     "Component", "CheckReport", "FileCheck", "find", "show", "resolve", "new", "check",
-    "verify_files", "repo_list", "repo_add", "repo_init", "repo_pull", "repo_update", "repo_rm",
+    "verify_files", "rehash", "repo_list", "repo_add", "repo_init", "repo_pull", "repo_update", "repo_rm",
     "open_index",
 ]
 
@@ -216,6 +216,42 @@ def new(
     finally:
         index.close()
     return Component(kind, name, version, meta["uid"], target.name, meta_path, tuple(meta["tags"]), description)
+
+
+def rehash(target: str | Path) -> dict:
+    """Record every file of a component (a ref or its directory) with its sha256 in meta 'files'.
+
+    Hidden files and the meta file itself are left out. Returns {added, changed, removed}
+    lists of relative paths; the meta is rewritten atomically only when something changed.
+    """
+    path = Path(target)
+    if path.exists():
+        comp_dir = path.absolute() if path.is_dir() else path.absolute().parent
+        metas = [p for p in (comp_dir / "meta.json", comp_dir / "recipe.json") if p.is_file()]
+        if not metas:
+            raise NotFound(f"{comp_dir} holds no meta.json", hint="give a component directory or a ref")
+        meta_path = metas[0]
+    else:
+        meta_path = resolve(str(target)).meta_path
+        comp_dir = meta_path.parent
+    if not registry.is_writable_path(meta_path):
+        raise RepoError(f"{meta_path} belongs to a repository shipped with reefkit", hint="copy the component into your local repo first")
+    meta = load_json(meta_path)
+    old = meta.get("files") if isinstance(meta.get("files"), dict) else {}
+    files = {}
+    for file in sorted(comp_dir.rglob("*")):
+        rel = file.relative_to(comp_dir).as_posix()
+        if file.is_file() and file != meta_path and not any(part.startswith(".") for part in rel.split("/")):
+            files[rel] = sha256_file(file)
+    changes = {
+        "added": sorted(set(files) - set(old)),
+        "changed": sorted(k for k in files if k in old and old[k] != files[k]),
+        "removed": sorted(set(old) - set(files)),
+    }
+    if any(changes.values()):
+        meta["files"] = files
+        atomic_write_json(meta_path, meta, durable=True)
+    return {"meta_path": str(meta_path), **changes}
 
 
 @dataclass

@@ -111,3 +111,25 @@ def check(target, as_json):
         click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)"), err=True)
     if not report.ok:
         raise SystemExit(1)
+
+
+@click.command("hash")
+@click.argument("target", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def hash_(target, as_json):
+    """Record the sha256 of every file of a component in its meta (REF, KIND NAME or a directory)."""
+    from ..api import rehash
+    from ..store.refs import parse_ref_words
+
+    what = str(parse_ref_words(target)) if len(target) == 2 else target[0]
+    result = rehash(what)
+    if as_json:
+        output.emit_json(result)
+        return
+    for key in ("added", "changed", "removed"):
+        for rel in result[key]:
+            click.echo(f"{key:8} {rel}")
+    if not any(result[k] for k in ("added", "changed", "removed")):
+        click.echo(f"{result['meta_path']}: files already up to date", err=True)
+    else:
+        click.echo(f"updated {result['meta_path']}", err=True)

@@ -51,7 +51,7 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
 def _register_commands() -> None:
     from . import components, repos
 
-    for command in (components.find, components.show, components.new, components.check):
+    for command in (components.find, components.show, components.new, components.check, components.hash_):
         cli.add_command(command)
     cli.add_command(repos.repo)
 

@@ -90,6 +90,15 @@ def all_repos(home: Path | None = None) -> list[Repo]:
     return repos
 
 
+def is_writable_path(path: Path) -> bool:
+    """False for files inside the repositories shipped with reefkit."""
+    path = Path(path).resolve()
+    for _, folder in BUILTIN_REPOS:
+        if data_dir(folder).resolve() in path.parents:
+            return False
+    return True
+
+
 def find_repo(name: str, home: Path | None = None) -> Repo:
     for repo in all_repos(home):
         if repo.name == name:
