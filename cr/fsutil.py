@@ -40,11 +40,16 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
                 os.fsync(dfd)
             finally:
                 os.close(dfd)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):  # disk full, I/O error: a user-fixable problem, not a bug
+            raise StoreError(
+                f"cannot write {path} ({exc.strerror or exc})",
+                hint="check free disk space and permissions, or set CR_HOME elsewhere",
+            ) from exc
         raise
 
 

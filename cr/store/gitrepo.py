@@ -6,6 +6,7 @@ failure instead of a hang, and a failure becomes one RepoError line taken from g
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -44,20 +45,25 @@ def _git():
     return git
 
 
-def _checkout(repo, rev: str, url: str) -> str:
+def _resolve(repo, rev: str, url: str) -> str:
+    """The commit sha rev names (a branch of origin, a tag or a commit); RepoError if none."""
     git = _git()
     candidates = [f"origin/{rev}", rev] if not rev.startswith("origin/") else [rev]
     for candidate in candidates:
         try:
-            sha = repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
+            return repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
         except git.GitCommandError:
             continue
-        try:
-            repo.git.checkout("--detach", "--force", sha)
-        except git.GitCommandError as exc:
-            raise _git_error(exc, f"check out {rev} of", url) from None
-        return sha
     raise RepoError(f"revision {rev!r} not found in {url}", hint="give a branch, tag or commit that exists there (git ls-remote URL lists them)")
+
+
+def _checkout(repo, rev: str, url: str) -> str:
+    sha = _resolve(repo, rev, url)
+    try:
+        repo.git.checkout("--detach", "--force", sha)
+    except _git().GitCommandError as exc:
+        raise _git_error(exc, f"check out {rev} of", url) from None
+    return sha
 
 
 def pull(url: str, ref: str | None = None, home: Path | None = None) -> Repo:
@@ -116,16 +122,25 @@ def update(repo: Repo, home: Path | None = None) -> tuple[str, str]:
             clone.git.fetch("--tags", "--force", "--prune", "origin")
         except git.GitCommandError as exc:
             raise _git_error(exc, "fetch", repo.url or str(repo.path)) from None
-        if repo.ref:
-            new = _checkout(clone, repo.ref, repo.url or "")
-        else:
+        target = repo.ref
+        if not target:
             try:
-                default = clone.git.symbolic_ref("refs/remotes/origin/HEAD").removeprefix("refs/remotes/")
+                target = clone.git.symbolic_ref("refs/remotes/origin/HEAD").removeprefix("refs/remotes/")
             except git.GitCommandError:
-                default = "origin/HEAD"
-            new = _checkout(clone, default, repo.url or "")
+                target = "origin/HEAD"
+        sha = _resolve(clone, target, repo.url or "")
+        # Refuse before touching the work tree if the new revision renamed the repository.
+        try:
+            theirs = json.loads(clone.git.show(f"{sha}:{REPO_FILE}")).get("name")
+        except (git.GitCommandError, ValueError, AttributeError):
+            theirs = None
+        if theirs != repo.name:
+            what = f"calls itself {theirs!r}" if theirs else f"has no valid {REPO_FILE}"
+            raise RepoError(
+                f"{repo.url} at {target} {what} (registered as {repo.name!r}); the clone was left at {old[:12]}",
+                hint=f"cr repo rm {repo.name} && cr repo pull {repo.url}",
+            )
+        new = _checkout(clone, sha, repo.url or "")
     fresh = read_repo(repo.path, "git", url=repo.url, ref=repo.ref)
-    if fresh.name != repo.name:
-        raise RepoError(f"{repo.url} now calls itself {fresh.name!r} (registered as {repo.name!r})", hint=f"cr repo rm {repo.name} && cr repo pull {repo.url}")
     registry.replace_entry(fresh, home)
     return old, new

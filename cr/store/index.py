@@ -11,6 +11,7 @@ WAL mode plus a busy timeout make it safe for concurrent `cr` processes.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -121,6 +122,24 @@ def _placement_problems(meta: dict, meta_path: str, repo: Repo) -> list[str]:
     return []
 
 
+def _recovering(method):
+    """Damage found by a query (not by opening) rebuilds the index and asks again, once."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk I/O: not damage
+                raise
+            self.db.close()
+            self.db = self._rebuild(exc)
+            self._refresh()
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class Index:
     """Open with Index(home, repos); call refresh() before queries (find/show do)."""
 
@@ -138,13 +157,17 @@ class Index:
         except sqlite3.DatabaseError as exc:
             if not self.path.exists():
                 raise self._unwritable(exc) from None
-            reporter().warning(f"search index {self.path} was damaged ({exc}); rebuilding it")
-            for suffix in ("", "-wal", "-shm"):
-                try:
-                    os.unlink(str(self.path) + suffix)
-                except FileNotFoundError:
-                    pass
-            return self._connect()
+            return self._rebuild(exc)
+
+    def _rebuild(self, exc: Exception) -> sqlite3.Connection:
+        """The index is a cache: a damaged one is deleted and built again from the repositories."""
+        reporter().warning(f"search index {self.path} was damaged ({exc}); rebuilding it")
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(str(self.path) + suffix)
+            except FileNotFoundError:
+                pass
+        return self._connect()
 
     def _unwritable(self, exc: Exception) -> StoreError:
         return StoreError(
@@ -184,8 +207,12 @@ class Index:
         self.db.close()
 
     # -- refreshing ----------------------------------------------------------------
+    @_recovering
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the repositories; parses only changed metas."""
+        return self._refresh()
+
+    def _refresh(self) -> RefreshStats:
         stats = RefreshStats()
         now = time.time_ns()
         known_rows = self.db.execute("SELECT path, repo, mtime_ns, size FROM entries").fetchall()
@@ -225,7 +252,8 @@ class Index:
                 self._upsert(repo, meta_path, mtime, size, meta, error)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may already have rolled back (e.g. on a damaged file)
+                db.execute("ROLLBACK")
             raise
 
     def _upsert(self, repo: Repo, meta_path: str, mtime: int, size: int, meta: dict | None, error: str | None):
@@ -250,6 +278,7 @@ class Index:
         self.db.execute("DELETE FROM tags WHERE path = ?", (meta_path,))
         self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", [(meta_path, t) for t in tags])
 
+    @_recovering
     def add(self, repo: Repo, meta_path: Path) -> None:
         """Index one just-written meta without walking anything (used by `cr new`)."""
         path = str(meta_path)
@@ -259,6 +288,7 @@ class Index:
         self._write([(repo, path, mtime, st.st_size, meta, error)], [])
 
     # -- querying ------------------------------------------------------------------
+    @_recovering
     def components(
         self,
         kind: str | None = None,
@@ -288,16 +318,19 @@ class Index:
         ]
         return sort_components(out, self.rank)
 
+    @_recovering
     def meta_of(self, component: Component) -> dict:
         """The meta as indexed (no re-read): what find/show saw when they matched."""
         row = self.db.execute("SELECT meta FROM entries WHERE path = ?", (str(component.meta_path),)).fetchone()
         return json.loads(row[0]) if row and row[0] else component.load_meta()
 
+    @_recovering
     def invalid(self) -> list[tuple[str, str, str]]:
         """(repo, meta path, error) of every meta that failed to parse or validate."""
         rows = self.db.execute("SELECT repo, path, error FROM entries WHERE error IS NOT NULL ORDER BY path")
         return [(r, p, e) for r, p, e in rows if r in self.rank]
 
+    @_recovering
     def duplicates(self) -> list[tuple[str, list[Component]]]:
         """Groups sharing kind/name/version or uid across the index, as ('what', components)."""
         groups = []

@@ -110,7 +110,7 @@ def _is_regex(value: object) -> bool:
     try:
         re.compile(value)
         return True
-    except re.error:
+    except (re.error, OverflowError, RecursionError):  # 'a{99999999999}', deeply nested groups
         return False
 
 
@@ -192,6 +192,9 @@ def _found(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+
+
 def _describe(error) -> tuple[str, str]:
     """Turn a jsonschema error into (pointer, 'expected ..., found ...')."""
     pointer = _pointer(error.absolute_path)
@@ -202,7 +205,8 @@ def _describe(error) -> tuple[str, str]:
     if v == "additionalProperties" and isinstance(inst, dict):
         known = error.schema.get("properties", {})
         extra = [k for k in inst if k not in known and not k.startswith("x-")]
-        return pointer, f"unknown field(s) {', '.join(map(repr, extra))}; prefix your own fields with 'x-'"
+        hint = "; prefix your own fields with 'x-'" if "^x-" in error.schema.get("patternProperties", {}) else ""
+        return pointer, f"unknown field(s) {', '.join(map(repr, extra))}{hint}"
     if v == "type":
         return pointer, f"expected {val if isinstance(val, str) else ' or '.join(val)}, found {_found(inst)}"
     if v in ("enum", "const"):
@@ -212,8 +216,15 @@ def _describe(error) -> tuple[str, str]:
         return pointer, f"expected a string matching {val}, found {_found(inst)}"
     if v == "format":
         return pointer, f"expected {_FORMAT_TEXT.get(val, val)}, found {_found(inst)}"
+    if v in _BOUNDS:
+        return pointer, f"expected a number {_BOUNDS[v]} {val}, found {_found(inst)}"
+    if v == "uniqueItems" and isinstance(inst, list):
+        dups = [x for i, x in enumerate(inst) if x in inst[:i]]
+        if dups:
+            return pointer, f"expected unique items, found {_found(dups[0])} more than once"
     if v in ("oneOf", "anyOf") and error.context:
-        deepest = max(error.context, key=lambda e: len(e.absolute_path))
+        # deepest first; at equal depth, the branch whose type matched says what is wrong
+        deepest = max(error.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
         return _describe(deepest)
     return pointer, error.message
 
@@ -239,7 +250,5 @@ def validate(meta: object, file: str = "meta.json", kind: str | None = None) -> 
     for error in _validator(kind).iter_errors(meta):
         pointer, message = _describe(error)
         problems.append(Problem(file, pointer, message))
-    if meta.get("kind") != kind and "kind" in meta:
-        problems.append(Problem(file, "/kind", f"expected {json.dumps(kind)}, found {_found(meta.get('kind'))}"))
     problems = sorted(set(problems), key=lambda p: (p.pointer, p.message))
     return problems

@@ -45,7 +45,7 @@ def parse_version(text: str):
 
     try:
         return Version(text)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int-string limit
         raise InvalidRef(
             f"invalid version {text!r}",
             hint="versions follow PEP 440, e.g. 1.0.0, 2.1rc1, 0.3.post1",
@@ -60,12 +60,15 @@ def parse_spec(text: str):
     text = text.strip()
     if not text:
         raise InvalidRef("empty version after '@'", hint="write kind:name@1.0.0 or kind:name@>=1,<2")
-    if text[0].isdigit():
-        parse_version(text)  # a bare version must itself be valid
+    if text[0].isdigit() or (text[0] in "vV" and text[1:2].isdigit()):
+        parse_version(text)  # a bare version (PEP 440 allows a leading v) must itself be valid
         text = "==" + text
     try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
+        specs = SpecifierSet(text)
+        for one in specs:  # parses each version now, so matching can never raise later
+            one.contains("0", prereleases=True)
+        return specs
+    except (InvalidSpecifier, ValueError):
         raise InvalidRef(
             f"invalid version specifier {text!r}",
             hint="use a version (1.2.0) or PEP 440 specifiers (>=1.2, ==1.*, >=1,<2)",

@@ -55,7 +55,10 @@ def _read_registry(home: Path) -> list[dict]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise StoreError(f"cannot read {path} ({exc.strerror})") from None
+        raise StoreError(
+            f"cannot read {path} ({exc.strerror})",
+            hint="CR_HOME must be a readable, writable directory: set CR_HOME, e.g. export CR_HOME=~/.reefkit",
+        ) from None
     try:
         data = json.loads(text)
         entries = data["repos"]
@@ -156,7 +159,10 @@ def unregister(name: str, home: Path | None = None) -> Repo:
     """Remove a repo from repos.json; a git clone that cr made under CR_HOME/repos is deleted too."""
     home = home or ensure_home()
     if name == LOCAL_REPO or name in {n for n, _ in BUILTIN_REPOS}:
-        raise RepoError(f"repository {name!r} is part of reefkit and cannot be removed")
+        raise RepoError(
+            f"repository {name!r} is part of reefkit and cannot be removed",
+            hint="cr repo list shows the repositories you registered (origin git or dir)",
+        )
     with _Lock(home):
         entries = _read_registry(home)
         keep = [e for e in entries if e["name"] != name]
