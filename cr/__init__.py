@@ -9,7 +9,9 @@ from .api import (
     Component,
     FileCheck,
     check,
+    env_for,
     find,
+    lock,
     new,
     open_index,
     rehash,
@@ -26,7 +28,7 @@ from .api import (
 from .errors import CRError
 
 __all__ = [
-    "__version__", "CRError", "CheckReport", "Component", "FileCheck", "check", "find", "new",
+    "__version__", "CRError", "CheckReport", "Component", "FileCheck", "check", "env_for", "find", "lock", "new",
     "open_index", "rehash", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_update",
     "resolve", "show", "verify_files",
 ]

@@ -30,7 +30,7 @@ from .store.repository import REPO_FILE, Repo, read_repo
 __all__ = [
     "Component", "CheckReport", "FileCheck", "find", "show", "resolve", "new", "check",
     "verify_files", "rehash", "repo_list", "repo_add", "repo_init", "repo_pull", "repo_update", "repo_rm",
-    "open_index",
+    "open_index", "lock", "env_for",
 ]
 
 
@@ -443,3 +443,46 @@ def repo_update(name: str | None = None) -> list[dict]:
 def repo_rm(name: str) -> Repo:
     """Unregister a repository (deleting the clone if cr pulled it)."""
     return registry.unregister(name)
+
+
+# -- resolution -------------------------------------------------------------------------
+
+def lock(ref: str, python: str | None = None, output: str | Path | None = None) -> dict:
+    """Resolve what ref (a solution or any component with deps) needs on this platform.
+
+    Returns the lock (DESIGN.md contract) and saves it in CR_HOME/locks (and at output).
+    Software that is present is preferred; what must be installed is listed in 'missing'.
+    """
+    import sys
+
+    from .platform import current
+    from .resolve.lock import build_lock, save_lock
+
+    interpreter = str(Path(python).absolute()) if python else sys.executable
+    if python and not Path(interpreter).is_file():
+        raise NotFound(f"python interpreter {python} does not exist", hint="give the path of a python executable")
+    index = open_index()
+    try:
+        result = build_lock(ref, index, current(), interpreter)
+    finally:
+        index.close()
+    result["path"] = str(save_lock(result))
+    if output:
+        save_lock(result, Path(output))
+    return result
+
+
+def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, dict]:
+    """(lock, environment variables) to run a command inside what ref needs; a lock file works too."""
+    from .resolve.compose import compose, missing_paths
+    from .resolve.lock import load_lock
+
+    path = Path(str(ref_or_lock))
+    if path.suffix == ".json" and path.is_file():
+        the_lock = load_lock(path)
+        gone = missing_paths(the_lock)
+        if gone:
+            raise CRError(f"lock {path} refers to software that is gone: {gone[0]}", hint=f"re-resolve: cr resolve {the_lock['root']}")
+    else:
+        the_lock = lock(str(ref_or_lock), python=python)
+    return the_lock, compose(the_lock)

@@ -49,11 +49,15 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
 
 
 def _register_commands() -> None:
-    from . import components, repos
+    from . import components, platform, repos, resolve, software
 
-    for command in (components.find, components.show, components.new, components.check, components.hash_):
+    for command in (
+        components.find, components.show, components.new, components.check, components.hash_,
+        repos.repo, platform.platform_, software.detect, software.install, software.env, resolve.resolve,
+    ):
         cli.add_command(command)
-    cli.add_command(repos.repo)
+    software.env.add_command(resolve.exec_)
+    software.env.add_command(resolve.shell)
 
 
 _register_commands()

@@ -1,0 +1,66 @@
+"""cr resolve, cr env exec, cr env shell: locks and running inside them."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import click
+
+from . import output
+
+
+@click.command()
+@click.argument("ref", nargs=-1, required=True)
+@click.option("--python", "python", help="Interpreter the software must work with (default: the one running cr).")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Also write the lock to this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the lock as JSON.")
+def resolve(ref, python, out, as_json):
+    """Resolve what REF needs on this machine and write its lock (kind:name[@spec] or KIND NAME)."""
+    from ..api import lock
+    from ..store.refs import parse_ref_words
+
+    result = lock(str(parse_ref_words(ref)), python=python, output=out)
+    if as_json:
+        output.emit_json(result)
+        return
+    rows = []
+    for sw in result["software"]:
+        origin = "to install" if sw["origin"] == "installable" else sw["origin"]
+        rows.append([sw["name"], sw["version"], origin, sw.get("source", ""), ", ".join(sw["requested_by"])])
+    output.table(["SOFTWARE", "VERSION", "ORIGIN", "SOURCE", "REQUESTED BY"], rows, empty="no software required")
+    comps = ", ".join(c["ref"] for c in result["components"])
+    click.echo(f"components: {comps}", err=True)
+    click.echo(f"platform {result['platform']['fingerprint']}, python {result['interpreter']}", err=True)
+    click.echo(f"lock: {result['path']}" + (f" (and {out})" if out else ""), err=True)
+    if result["missing"]:
+        click.echo("needs install: " + ", ".join(result["missing"]) + "  (cr install software NAME)", err=True)
+
+
+def _run_in(ref_or_lock: str, command: list[str], python: str | None) -> int:
+    from ..api import env_for
+
+    _, env = env_for(ref_or_lock, python=python)
+    try:
+        return subprocess.call(command, env=env)
+    except FileNotFoundError:
+        from ..errors import CRError
+
+        raise CRError(f"command not found: {command[0]}", hint="check the command name and the PATH the lock composes (cr resolve --json)") from None
+
+
+@click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("target")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.option("--python", "python", help="Interpreter to resolve for.")
+def exec_(target, command, python):
+    """Run COMMAND inside what TARGET (a ref or a lock file) needs: cr env exec REF -- CMD ARGS."""
+    sys.exit(_run_in(target, list(command), python))
+
+
+@click.command()
+@click.argument("target")
+@click.option("--python", "python", help="Interpreter to resolve for.")
+def shell(target, python):
+    """Start your $SHELL inside what TARGET (a ref or a lock file) needs."""
+    sys.exit(_run_in(target, [os.environ.get("SHELL", "/bin/sh")], python))

@@ -1,0 +1,132 @@
+"""detect, install, env list/show/rm: the software commands."""
+from __future__ import annotations
+
+import click
+
+from . import output
+
+
+def _software_names(words: tuple[str, ...]) -> list[str]:
+    """'software NAME...', 'NAME...' or 'software:NAME...' -> names."""
+    names = list(words)
+    if names and names[0] == "software":
+        names = names[1:]
+    out = []
+    for word in names:
+        kind, sep, name = word.partition(":")
+        if sep and kind != "software":
+            raise click.UsageError(f"cr detect finds software only, not {kind!r}")
+        out.append(name if sep else word)
+    return out
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--python", "python", metavar="PATH", help="Probe the packages of this Python (default: the one running cr).")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds before a probe that hangs is abandoned.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def detect(names, python, timeout, as_json):
+    """Detect software on this host and register it: cr detect [software] [NAME...]."""
+    from ..software.detect import detect as run_detect
+
+    found = run_detect(_software_names(names) or None, interpreter=python, timeout=timeout)
+    if as_json:
+        output.emit_json([e.to_dict() for e in found])
+        return
+    rows = [[e.name, e.version, e.origin, e.location] for e in found]
+    output.table(["NAME", "VERSION", "ORIGIN", "LOCATION"], rows, empty="no software found")
+
+
+@click.command()
+@click.argument("target", nargs=-1, required=True)
+@click.option("--offline", is_flag=True, help="Never use the network; fail saying what is missing.")
+@click.option("--python", "python", metavar="PATH", help="Install Python packages for this interpreter (default: the one running cr).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def install(target, offline, python, as_json):
+    """Install software into CR_HOME: cr install software NAME[@SPEC] (or software:NAME@SPEC)."""
+    from ..errors import CRError
+    from ..software.install import install as run_install
+    from ..store.refs import parse_ref_words
+
+    words = list(target)
+    if len(words) == 1 and ":" not in words[0]:
+        words = ["software", words[0]]
+    ref = parse_ref_words(words)
+    if ref.kind != "software":
+        raise CRError(f"cr install installs software, not {ref.kind}", hint=f"components come from repositories: cr repo pull URL, then cr show {ref.kind}:{ref.name}")
+    env = run_install(ref.name, ref.spec, offline=offline, interpreter=python)
+    if as_json:
+        output.emit_json(env.to_dict())
+    else:
+        click.echo(f"{env.name} {env.version} ({env.origin}, {env.source}): {env.prefix or env.location}")
+
+
+@click.group("env")
+def env() -> None:
+    """Software envs: what is detected or installed here (list, show, rm, exec, shell)."""
+
+
+# `cr env exec` and `cr env shell` live in cr/cli/resolve.py (they compose a lock) and are
+# attached to this group in cr/cli/main.py.
+
+
+@env.command("list")
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def env_list(name, as_json):
+    """List registered software envs (of one software NAME)."""
+    from ..software.envs import list_envs
+
+    found = list_envs(name)
+    if as_json:
+        output.emit_json([e.to_dict() for e in found])
+        return
+    rows = [[e.name, e.version, e.origin, e.source, e.id, e.prefix or e.location] for e in found]
+    output.table(["NAME", "VERSION", "ORIGIN", "SOURCE", "ID", "LOCATION"], rows, empty="no software envs: run cr detect, or cr install software NAME")
+
+
+def _one_env(name: str, which: str | None):
+    from ..errors import CRError, NotFound
+    from ..software.envs import list_envs
+
+    envs = list_envs(name)
+    if which:
+        envs = [e for e in envs if which in (e.id, e.version)]
+    if not envs:
+        what = f"{name} {which}" if which else name
+        raise NotFound(f"no software env {what}", hint="cr env list shows the registered envs")
+    if which and len({e.id for e in envs}) > 1:
+        raise CRError(f"{len(envs)} software envs of {name} have version {which}: {', '.join(e.id for e in envs)}", hint=f"name one by its ID: cr env ... {name} ID")
+    return envs[0]
+
+
+@env.command("show")
+@click.argument("name")
+@click.argument("which", metavar="[VERSION|ID]", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def env_show(name, which, as_json):
+    """Show one software env (default: the newest of NAME)."""
+    e = _one_env(name, which)
+    if as_json:
+        output.emit_json(e.to_dict())
+        return
+    for label, value in (("name", e.name), ("version", e.version), ("id", e.id), ("origin", e.origin), ("source", e.source),
+                         ("location", e.location), ("prefix", e.prefix), ("interpreter", e.interpreter), ("platform", e.platform)):
+        if value:
+            click.echo(f"{label + ':':13}{value}")
+    for var, value in sorted(e.exports.items()):
+        click.echo(f"{'export:':13}{var}={':'.join(value) if isinstance(value, list) else value}")
+    for p in e.packages:
+        click.echo(f"{'package:':13}{p.get('name')}=={p.get('version')}" + (f"  sha256:{p['sha256']}" if p.get("sha256") else ""))
+
+
+@env.command("rm")
+@click.argument("name")
+@click.argument("which", metavar="VERSION|ID")
+def env_rm(name, which):
+    """Unregister a software env; an installed env's prefix is deleted with it."""
+    from ..software.envs import remove
+
+    e = _one_env(name, which)
+    remove(e)
+    click.echo(f"removed {e.name} {e.version} ({e.origin}, {e.id})" + (f" and {e.prefix}" if e.prefix else ""))

@@ -1,0 +1,1 @@
+"""Dependency resolution: resolvelib over present software envs and installable recipes, and locks."""

@@ -1,0 +1,193 @@
+"""Locks: the exact resolution of a component (usually a solution) on one platform.
+
+Contract (DESIGN.md "Lock"): every software with version, origin, source and hashes,
+every component with uid and sha256, and the platform fingerprint. A lock is plain JSON,
+written atomically; `cr env exec` composes a child environment from it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from pathlib import Path
+
+from ..__about__ import __version__
+from ..errors import CRError, InvalidMeta
+from ..events import reporter
+from ..fsutil import atomic_write_json
+from ..paths import cr_home
+from ..software.recipe import Requirement, parse_requirement
+from .provider import Universe
+from .resolver import Resolution, resolve
+
+LOCK_FORMAT = 1
+
+
+def component_sha256(meta: dict) -> str:
+    """Hash of a component's canonical meta; the meta lists its files' sha256, so this covers them."""
+    text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def collect(ref: str, index) -> tuple[list, list[Requirement]]:
+    """The component ref names, every component it refers to, and all software requirements.
+
+    A solution refers to its model and dataset; any component's deps may name other
+    components (resolved through the index) or software (returned as requirements).
+    """
+    from ..api import resolve as resolve_component
+
+    root = resolve_component(ref, index)
+    components, requirements, queue, seen = [], [], [root], set()
+    while queue:
+        comp = queue.pop(0)
+        if comp.meta_path in seen:
+            continue
+        seen.add(comp.meta_path)
+        meta = index.meta_of(comp)
+        components.append((comp, meta))
+        refs = [meta[k] for k in ("model", "dataset") if isinstance(meta.get(k), str)]
+        for item in meta.get("deps", ()):
+            try:
+                req = parse_requirement(item, requested_by=comp.ref)
+            except CRError as exc:
+                raise InvalidMeta(f"{comp.meta_path}: /deps: {exc.message}", hint=exc.hint) from None
+            if req.kind == "software":
+                requirements.append(req)
+            else:
+                refs.append(str(req.ref))
+        for sub in refs:
+            queue.append(resolve_component(sub, index))
+    return components, requirements
+
+
+def host_universe(index, platform, interpreter: str, detect_missing: list[str] = ()) -> Universe:
+    """What this host offers: registered envs for its fingerprint and interpreter, and recipes.
+
+    Software in detect_missing with no registered env is detected first, so a first
+    `cr resolve` works without a separate `cr detect`.
+    """
+    from ..software.envs import list_envs
+    from ..software.recipe import load_recipes
+
+    recipes = load_recipes(index)
+    envs = _usable(list_envs(platform=platform.fingerprint), interpreter)
+    missing = sorted({n for n in detect_missing if n in recipes and not any(e.name == n for e in envs)})
+    if missing:
+        from ..software.detect import detect
+
+        reporter().info(f"detecting {', '.join(missing)}")
+        detect(missing, interpreter=interpreter)
+        envs = _usable(list_envs(platform=platform.fingerprint), interpreter)
+    return Universe(envs, recipes, platform.markers(), frozenset(platform.capabilities()))
+
+
+def _usable(envs, interpreter: str):
+    """Python packages are usable only with the interpreter they were found/installed for;
+    the python env itself only if it is that interpreter."""
+    out = []
+    for e in envs:
+        if e.name == "python":
+            if _same_file(e.location, interpreter):
+                out.append(e)
+        elif not e.interpreter or _same_file(e.interpreter, interpreter):
+            out.append(e)
+    return out
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a == b
+
+
+def build_lock(ref: str, index, platform, interpreter: str) -> dict:
+    """Resolve ref on this platform and return the lock dict (not yet written)."""
+    components, requirements = collect(ref, index)
+    universe = host_universe(index, platform, interpreter, detect_missing=_closure_names(requirements, index))
+    resolution = resolve(requirements, universe)
+    return lock_dict(components, resolution, universe, platform, interpreter)
+
+
+def _closure_names(requirements: list[Requirement], index) -> list[str]:
+    """Names of required software and of their recipes' deps, transitively."""
+    from ..software.recipe import load_recipes
+
+    recipes = load_recipes(index)
+    names, queue = set(), [r.name for r in requirements]
+    while queue:
+        n = queue.pop()
+        if n in names:
+            continue
+        names.add(n)
+        if n in recipes:
+            queue.extend(d.name for d in recipes[n].deps)
+    return sorted(names)
+
+
+def lock_dict(components, resolution: Resolution, universe: Universe, platform, interpreter: str) -> dict:
+    software = []
+    for cand in resolution.chosen:
+        recipe = universe.recipes.get(cand.name)
+        entry = {
+            "name": cand.name,
+            "version": cand.version,
+            "origin": cand.origin,
+            "requested_by": resolution.requested_by.get(cand.name, []),
+            "recipe_uid": recipe.uid if recipe else "",
+        }
+        if cand.env is not None:
+            e = cand.env
+            entry.update({
+                "env_id": e.id, "source": e.source, "location": e.location, "prefix": e.prefix,
+                "interpreter": e.interpreter, "exports": e.exports, "packages": e.packages,
+            })
+        else:
+            entry.update({"source": cand.method.method if cand.method else "", "install": dict(cand.method.spec) if cand.method else {}})
+        software.append(entry)
+    missing = [s["name"] for s in software if s["origin"] == "installable"]
+    root = components[0][0]
+    return {
+        "format": LOCK_FORMAT,
+        "cr_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "root": root.ref,
+        "platform": {
+            "fingerprint": platform.fingerprint,
+            "arch": universe.markers.get("platform_machine", ""),
+            "system": universe.markers.get("platform_system", ""),
+            "python": universe.markers.get("python_full_version", ""),
+        },
+        "interpreter": interpreter,
+        "status": "ready" if not missing else "needs-install",
+        "missing": missing,
+        "components": [
+            {"ref": c.ref, "uid": c.uid, "repo": c.repo, "sha256": component_sha256(meta)} for c, meta in components
+        ],
+        "software": software,
+    }
+
+
+def lock_path(root_ref: str, fingerprint: str) -> Path:
+    """Where the latest lock of a component on a platform is kept in CR_HOME."""
+    kind, rest = root_ref.split(":", 1)
+    name, _, version = rest.partition("@")
+    return cr_home() / "locks" / kind / name / version / f"{fingerprint}.json"
+
+
+def save_lock(lock: dict, path: Path | None = None) -> Path:
+    path = path or lock_path(lock["root"], lock["platform"]["fingerprint"])
+    atomic_write_json(Path(path), lock, durable=True)
+    return Path(path)
+
+
+def load_lock(path: Path) -> dict:
+    from ..store.meta import load_json
+
+    lock = load_json(Path(path))
+    if lock.get("format") != LOCK_FORMAT or not isinstance(lock.get("software"), list):
+        raise InvalidMeta(f"{path}: not a reefkit lock of format {LOCK_FORMAT}", hint="re-create it with cr resolve REF -o FILE")
+    return lock

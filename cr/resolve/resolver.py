@@ -1,0 +1,134 @@
+"""Run resolvelib over a Universe and explain conflicts in plain words."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import CRError, NotFound
+from ..events import reporter
+from ..software.recipe import Requirement
+from .provider import Candidate, Provider, Universe
+
+
+class ResolutionConflict(CRError):
+    """No set of versions satisfies every requirement; the message says who asked for what."""
+
+
+@dataclass
+class Resolution:
+    """The chosen candidate per software, in dependency order (dependencies first)."""
+
+    chosen: list[Candidate]
+    requested_by: dict[str, list[str]]
+
+    def by_name(self) -> dict[str, Candidate]:
+        return {c.name: c for c in self.chosen}
+
+
+class _Reporter:
+    """resolvelib reporter that forwards nothing but counts rounds (for --debug/benchmarks)."""
+
+    def __init__(self):
+        self.rounds = 0
+
+    def starting(self): ...
+    def starting_round(self, index): self.rounds = index + 1
+    def ending_round(self, index, state): ...
+    def ending(self, state): ...
+    def adding_requirement(self, requirement, parent): ...
+    def resolving_conflicts(self, causes): ...
+    def rejecting_candidate(self, criterion, candidate): ...
+    def pinning(self, candidate): ...
+
+
+def resolve(requirements: list[Requirement], universe: Universe, max_rounds: int = 2000) -> Resolution:
+    """Choose one candidate per required software; ResolutionConflict / NotFound when impossible."""
+    from resolvelib import Resolver
+    from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
+
+    active = [r for r in requirements if r.applies(universe.markers)]
+    for req in active:
+        if not universe.candidates(req.name) and req.name not in universe.recipes:
+            raise NotFound(
+                f"unknown software {req.name!r} (needed by {req.requested_by or 'the request'})",
+                hint="cr find software lists the recipes; add one under recipes/ (docs/howto-add-a-recipe.md)",
+            )
+    provider = Provider(universe)
+    try:
+        result = Resolver(provider, _Reporter()).resolve(active, max_rounds=max_rounds)
+    except ResolutionImpossible as exc:
+        raise ResolutionConflict(explain(exc.causes, universe), hint="relax a version requirement, or add a recipe/method that offers a matching version") from None
+    except ResolutionTooDeep:
+        raise ResolutionConflict(f"no resolution found within {max_rounds} rounds", hint="the requirements are too tangled; pin some versions") from None
+
+    order = _topological(result)
+    requested_by: dict[str, list[str]] = {}
+    for name, criterion in result.criteria.items():
+        who = []
+        for info in criterion.information:
+            who.append(f"{info.parent.name} {info.parent.version}" if info.parent else (info.requirement.requested_by or "request"))
+        requested_by[name] = sorted(set(who))
+    reporter().info(f"resolved {len(order)} software")
+    return Resolution([result.mapping[n] for n in order], requested_by)
+
+
+def _topological(result) -> list[str]:
+    """Dependencies before dependants; ties broken by name, so locks are deterministic."""
+    graph = result.graph
+    names = sorted(n for n in result.mapping)
+    done: list[str] = []
+    seen: set[str] = set()
+
+    def visit(n: str, stack: set[str]) -> None:
+        if n in seen or n in stack:
+            return
+        stack.add(n)
+        for child in sorted(c for c in graph.iter_children(n) if c is not None):
+            visit(child, stack)
+        stack.discard(n)
+        seen.add(n)
+        done.append(n)
+
+    for n in names:
+        visit(n, set())
+    return done
+
+
+def explain(causes, universe: Universe) -> str:
+    """'solution:x needs onnxruntime>=1.18; recipe onnxruntime offers 1.16.3 on armv7l' style text."""
+    # {required name: {(who, spec): [parent versions]}}: "numpy (2.1.3, 1.26.4) needs python>=3.9"
+    by_name: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for info in causes:
+        req = info.requirement
+        who = info.parent.name if info.parent is not None else (req.requested_by or "the request")
+        versions = by_name.setdefault(req.name, {}).setdefault((who, _spec(req)), [])
+        if info.parent is not None and info.parent.version not in versions:
+            versions.append(info.parent.version)
+    parts = []
+    machine = universe.markers.get("platform_machine", "this platform")
+    for name, askers in by_name.items():
+        needs = []
+        for (who, spec), versions in askers.items():
+            which = f" ({', '.join(versions)})" if versions else ""
+            needs.append(f"{who}{which} needs {name}{spec}")
+        offers = _offers(name, universe, machine)
+        parts.append("; ".join(needs) + "; " + offers)
+    return "conflicting requirements: " + " | ".join(parts)
+
+
+def _spec(req: Requirement) -> str:
+    return req.ref.spec if req.ref.spec and req.ref.spec[0] in "<>=!~" else (f"=={req.ref.spec}" if req.ref.spec else " (any version)")
+
+
+def _offers(name: str, universe: Universe, machine: str) -> str:
+    present = [f"{e.version} ({e.origin})" for e in universe.envs if e.name == name]
+    recipe = universe.recipes.get(name)
+    pieces = []
+    if present:
+        pieces.append(f"present here: {', '.join(present)}")
+    if recipe is None:
+        pieces.append(f"no recipe for {name}")
+    else:
+        versions = recipe.installable_versions(universe.markers, universe.capabilities)
+        shown = ", ".join(versions[:6]) + (f" (+{len(versions) - 6} more)" if len(versions) > 6 else "")
+        pieces.append(f"recipe {name} offers {shown} on {machine}" if versions else f"recipe {name} offers no version on {machine}")
+    return "; ".join(pieces)

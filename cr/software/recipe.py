@@ -1,0 +1,207 @@
+"""Recipes: how to detect and how to install one software, read from kind=software components.
+
+A recipe is data (recipes/<name>/recipe.json, DESIGN.md "Recipe"); this module gives it a
+typed face. Requirements everywhere are strings ``kind:name[@spec][; marker]`` (or
+objects with ``ref``/``marker``), parsed by :func:`parse_requirement`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InvalidMeta, NotFound
+from ..store.refs import Ref, parse_ref, parse_version
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A dependency: a ref, an optional PEP 508 marker, and who asked for it (for explanations)."""
+
+    ref: Ref
+    marker: str | None = None
+    optional: bool = False
+    requested_by: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    @property
+    def kind(self) -> str:
+        return self.ref.kind or "software"
+
+    def applies(self, markers: dict) -> bool:
+        """Whether the marker (if any) holds on a platform with these PEP 508 markers."""
+        return marker_holds(self.marker, markers)
+
+    def __str__(self) -> str:
+        text = str(self.ref)
+        return f"{text}; {self.marker}" if self.marker else text
+
+
+def marker_holds(marker: str | None, markers: dict) -> bool:
+    """Evaluate a PEP 508 marker against a platform's marker environment (None holds)."""
+    if not marker:
+        return True
+    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+
+    try:
+        return bool(Marker(marker).evaluate(dict(markers)))
+    except (InvalidMarker, UndefinedEnvironmentName, ValueError) as exc:
+        raise InvalidMeta(f"invalid marker {marker!r}: {exc}", hint="see PEP 508 for marker syntax") from None
+
+
+def parse_requirement(item, requested_by: str = "") -> Requirement:
+    """'software:numpy@>=1.21; python_version >= "3.9"' or {'ref': ..., 'marker': ...} -> Requirement."""
+    if isinstance(item, dict):
+        text, marker, optional = item.get("ref", ""), item.get("marker"), bool(item.get("optional", False))
+    else:
+        text, _, marker = str(item).partition(";")
+        marker, optional = marker.strip() or None, False
+    ref = parse_ref(text.strip(), kind=None if ":" in text else "software")
+    return Requirement(ref, marker, optional, requested_by)
+
+
+@dataclass(frozen=True)
+class InstallMethod:
+    """One way to install: pip/apt/download/script, valid where its marker holds."""
+
+    method: str
+    marker: str | None
+    versions: tuple[str, ...]
+    spec: dict = field(compare=False, hash=False, repr=False)
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """Platform capabilities this method needs (e.g. 'cuda'); PEP 508 has no marker for them."""
+        return tuple(self.spec.get("requires", ()))
+
+    def applies(self, markers: dict, capabilities=frozenset()) -> bool:
+        return marker_holds(self.marker, markers) and capabilities_hold(self.requires, capabilities)
+
+    def packages_for(self, version: str) -> list[str]:
+        """The method's `packages` with {version} filled in ("onnxruntime=={version}")."""
+        return [fill(p, version=version) for p in self.spec.get("packages", ())]
+
+
+def capabilities_hold(requires, capabilities) -> bool:
+    """Whether a platform with these capabilities meets requires: every plain name present,
+    every '!name' absent ('!cuda': the CPU build, where onnxruntime-gpu is not chosen)."""
+    caps = set(capabilities)
+    return all((c[1:] not in caps) if c.startswith("!") else (c in caps) for c in requires)
+
+
+def fill(template: str, **values) -> str:
+    """Replace {key} placeholders (only the given keys; other braces are left alone)."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", str(value))
+    return template
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A typed view of a software component's meta."""
+
+    name: str
+    uid: str
+    revision: str  # the recipe's own version
+    detect: tuple[dict, ...]
+    install: tuple[InstallMethod, ...]
+    env: dict
+    deps: tuple[Requirement, ...]
+    path: str = ""
+    meta: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_meta(cls, meta: dict, path: str = "") -> "Recipe":
+        name = meta["name"]
+        methods = tuple(
+            InstallMethod(m["method"], m.get("marker"), tuple(m.get("versions", ())), m)
+            for m in meta.get("install", ())
+        )
+        deps = tuple(parse_requirement(d, requested_by=f"software:{name}") for d in meta.get("deps", ()))
+        return cls(name, meta["uid"], meta["version"], tuple(meta.get("detect", ())), methods, dict(meta.get("env", {})), deps, path, meta)
+
+    def methods_for(self, markers: dict, capabilities=frozenset()) -> list[InstallMethod]:
+        """Install methods usable on a platform, in the recipe's order of preference.
+
+        A marker that cannot be evaluated raises InvalidMeta naming the recipe file and field.
+        """
+        out = []
+        for i, m in enumerate(self.install):
+            try:
+                if m.applies(markers, capabilities):
+                    out.append(m)
+            except InvalidMeta as exc:
+                raise InvalidMeta(f"{self.path or self.name}: /install/{i}/marker: {exc.message}", hint=exc.hint) from None
+        return out
+
+    def probes_for(self, markers: dict, capabilities=frozenset()) -> list[tuple[int, dict]]:
+        """(index, probe) of the detect probes whose marker and `requires` hold on a platform."""
+        out = []
+        for i, probe in enumerate(self.detect):
+            try:
+                holds = marker_holds(probe.get("marker"), markers)
+            except InvalidMeta as exc:
+                raise InvalidMeta(f"{self.path or self.name}: /detect/{i}/marker: {exc.message}", hint=exc.hint) from None
+            if holds and capabilities_hold(probe.get("requires", ()), capabilities):
+                out.append((i, probe))
+        return out
+
+    def installable_versions(self, markers: dict, capabilities=frozenset()) -> list[str]:
+        """Versions some usable method can install here, newest first (deduplicated)."""
+        versions = {v for m in self.methods_for(markers, capabilities) for v in m.versions}
+        return sorted(versions, key=parse_version, reverse=True)
+
+    def method_for(self, version: str, markers: dict, capabilities=frozenset()) -> InstallMethod | None:
+        """The first usable method that offers this version."""
+        for m in self.methods_for(markers, capabilities):
+            if version in m.versions:
+                return m
+        return None
+
+    def deps_for(self, markers: dict) -> list[Requirement]:
+        return [d for d in self.deps if d.applies(markers)]
+
+
+def load_recipe(name: str, index=None) -> Recipe:
+    """The recipe for software `name` from the registered repositories (highest precedence)."""
+    from ..api import resolve
+
+    try:
+        comp = resolve(f"software:{name}", index)
+    except NotFound:
+        broken = _invalid_recipe_error(name, index)
+        if broken:
+            raise InvalidMeta(f"the recipe for software {name!r} is invalid: {broken}", hint="fix the recipe; cr check software shows every problem") from None
+        raise NotFound(f"unknown software {name!r}: no recipe for it", hint="cr find software lists the recipes") from None
+    meta = index.meta_of(comp) if index is not None else comp.load_meta()
+    return Recipe.from_meta(meta, str(comp.meta_path))
+
+
+def _invalid_recipe_error(name: str, index=None) -> str | None:
+    """The indexed error of a recipe for `name` that failed validation (so is not searchable)."""
+    from pathlib import Path
+
+    own = index is None
+    if own:
+        from ..api import open_index
+
+        index = open_index(refresh=False)
+    try:
+        for _repo, path, error in index.invalid():
+            p = Path(path)
+            if p.parent.name == name or (p.parent.parent.name == name and p.parent.parent.parent.name == "software"):
+                return error
+    finally:
+        if own:
+            index.close()
+    return None
+
+
+def load_recipes(index) -> dict[str, Recipe]:
+    """Every recipe in the index, by software name (highest precedence wins)."""
+    out: dict[str, Recipe] = {}
+    for comp in index.components(kind="software"):
+        if comp.name not in out:
+            out[comp.name] = Recipe.from_meta(index.meta_of(comp), str(comp.meta_path))
+    return out

@@ -1,0 +1,69 @@
+"""Resolver cases as data (tests/resolver_cases/*.json): platform markers and capabilities,
+present envs, recipes, a request, and the expected choice per software or the expected
+conflict explanation. The provider and resolver run exactly as in `cr resolve`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cr.errors import NotFound
+from cr.resolve.provider import Universe
+from cr.resolve.resolver import ResolutionConflict, resolve
+from cr.software.envs import SoftwareEnv
+from cr.software.recipe import Recipe, parse_requirement
+
+CASES = sorted((Path(__file__).parent / "resolver_cases").glob("*.json"))
+
+
+def _universe(case: dict) -> Universe:
+    envs = [SoftwareEnv(e["name"], e["version"], e.get("origin", "detected"), "system", "fp") for e in case["envs"]]
+    recipes = {}
+    for r in case["recipes"]:
+        meta = {"uid": "0" * 16, "kind": "software", "name": r["name"], "version": "1.0.0",
+                "install": r.get("install", []), "deps": r.get("deps", [])}
+        recipes[r["name"]] = Recipe.from_meta(meta)
+    universe = Universe(envs, recipes, case["markers"], frozenset(case.get("capabilities", ())))
+    per_version = {r["name"]: r["deps_by_version"] for r in case["recipes"] if "deps_by_version" in r}
+    if per_version:
+        plain = universe.dependencies
+
+        def dependencies(candidate):
+            deps = per_version.get(candidate.name, {}).get(candidate.version)
+            if deps is None:
+                return plain(candidate)
+            return [parse_requirement(d, requested_by=candidate.name) for d in deps]
+
+        universe.dependencies = dependencies
+    return universe
+
+
+@pytest.mark.parametrize("case_file", CASES, ids=[c.stem for c in CASES])
+def test_resolver_case(case_file):
+    case = json.loads(case_file.read_text())
+    universe = _universe(case)
+    request = [parse_requirement(r, requested_by="solution:demo@1.0.0") for r in case["request"]]
+    if "expect_conflict" in case:
+        with pytest.raises(ResolutionConflict) as err:
+            resolve(request, universe)
+        for fragment in case["expect_conflict"]:
+            assert fragment in err.value.message, f"{fragment!r} not in: {err.value.message}"
+        return
+    if "expect_error" in case:
+        with pytest.raises(NotFound) as err:
+            resolve(request, universe)
+        for fragment in case["expect_error"]:
+            assert fragment in err.value.message
+        return
+    result = resolve(request, universe)
+    got = {c.name: f"{c.version} {c.origin}" for c in result.chosen}
+    assert got == case["expect"], case["description"]
+
+
+def test_resolution_order_puts_dependencies_first():
+    case = json.loads((Path(__file__).parent / "resolver_cases" / "prefers-present.json").read_text())
+    result = resolve([parse_requirement(r, requested_by="x") for r in case["request"]], _universe(case))
+    names = [c.name for c in result.chosen]
+    assert names.index("python") < names.index("numpy") < names.index("onnxruntime")
+    assert result.requested_by["numpy"] == ["onnxruntime 1.18.0"]
