@@ -11,6 +11,7 @@ from .api import (
     check,
     env_for,
     find,
+    install_missing,
     lock,
     new,
     open_index,
@@ -28,7 +29,7 @@ from .api import (
 from .errors import CRError
 
 __all__ = [
-    "__version__", "CRError", "CheckReport", "Component", "FileCheck", "check", "env_for", "find", "lock", "new",
+    "__version__", "CRError", "CheckReport", "Component", "FileCheck", "check", "env_for", "find", "install_missing", "lock", "new",
     "open_index", "rehash", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_update",
     "resolve", "show", "verify_files",
 ]

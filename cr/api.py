@@ -30,7 +30,7 @@ from .store.repository import REPO_FILE, Repo, read_repo
 __all__ = [
     "Component", "CheckReport", "FileCheck", "find", "show", "resolve", "new", "check",
     "verify_files", "rehash", "repo_list", "repo_add", "repo_init", "repo_pull", "repo_update", "repo_rm",
-    "open_index", "lock", "env_for",
+    "open_index", "lock", "env_for", "install_missing",
 ]
 
 
@@ -447,28 +447,46 @@ def repo_rm(name: str) -> Repo:
 
 # -- resolution -------------------------------------------------------------------------
 
-def lock(ref: str, python: str | None = None, output: str | Path | None = None) -> dict:
+def lock(ref: str, python: str | None = None, output: str | Path | None = None, platform_root: str | Path | None = None) -> dict:
     """Resolve what ref (a solution or any component with deps) needs on this platform.
 
     Returns the lock (DESIGN.md contract) and saves it in CR_HOME/locks (and at output).
     Software that is present is preferred; what must be installed is listed in 'missing'.
+    With platform_root (a machine captured by `cr platform --capture DIR`), plan for that
+    machine instead: nothing of this host is used, and the lock is only written to output.
     """
     import sys
 
-    from .platform import current
-    from .resolve.lock import build_lock, save_lock
+    from .platform import current, detect
+    from .resolve.lock import build_lock, lock_path, save_lock
 
-    interpreter = str(Path(python).absolute()) if python else sys.executable
-    if python and not Path(interpreter).is_file():
-        raise NotFound(f"python interpreter {python} does not exist", hint="give the path of a python executable")
+    if platform_root is not None:
+        interpreter = python or "python3"
+    else:
+        interpreter = str(Path(python).absolute()) if python else sys.executable
+        if python and not Path(interpreter).is_file():
+            raise NotFound(f"python interpreter {python} does not exist", hint="give the path of a python executable")
+    platform = detect(platform_root) if platform_root is not None else current()
     index = open_index()
     try:
-        result = build_lock(ref, index, current(), interpreter)
+        result = build_lock(ref, index, platform, interpreter, foreign=platform_root is not None)
     finally:
         index.close()
-    result["path"] = str(save_lock(result))
+    if platform_root is not None:
+        if output:
+            save_lock(result, Path(output))
+        result["path"] = str(output) if output else None
+        result["cached"] = False
+        return result
+    cached = result.pop("cached", False)
+    result.pop("path", None)
     if output:
         save_lock(result, Path(output))
+    if cached:
+        result["path"] = str(lock_path(result["root"], result["platform"]["fingerprint"]))
+    else:
+        result["path"] = str(save_lock(result))
+    result["cached"] = cached
     return result
 
 
@@ -486,3 +504,18 @@ def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, d
     else:
         the_lock = lock(str(ref_or_lock), python=python)
     return the_lock, compose(the_lock)
+
+
+def install_missing(ref: str, python: str | None = None, offline: bool = False) -> dict:
+    """Install every software ref's lock lists as missing (at the locked versions, dependencies
+    first), then resolve again; returns {'installed': [env dicts], 'lock': the new lock}."""
+    from .software.install import install
+
+    first = lock(ref, python=python)
+    installed = []
+    for sw in first["software"]:
+        if sw["origin"] == "installable":
+            env = install(sw["name"], f"=={sw['version']}", offline=offline, interpreter=first["interpreter"])
+            installed.append(env.to_dict())
+    final = lock(ref, python=python) if installed else first
+    return {"installed": installed, "lock": final}

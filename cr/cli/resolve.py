@@ -14,13 +14,14 @@ from . import output
 @click.argument("ref", nargs=-1, required=True)
 @click.option("--python", "python", help="Interpreter the software must work with (default: the one running cr).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Also write the lock to this file.")
+@click.option("--platform-root", type=click.Path(file_okay=False), help="Plan for another machine captured with `cr platform --capture DIR`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the lock as JSON.")
-def resolve(ref, python, out, as_json):
+def resolve(ref, python, out, platform_root, as_json):
     """Resolve what REF needs on this machine and write its lock (kind:name[@spec] or KIND NAME)."""
     from ..api import lock
     from ..store.refs import parse_ref_words
 
-    result = lock(str(parse_ref_words(ref)), python=python, output=out)
+    result = lock(str(parse_ref_words(ref)), python=python, output=out, platform_root=platform_root)
     if as_json:
         output.emit_json(result)
         return
@@ -32,7 +33,10 @@ def resolve(ref, python, out, as_json):
     comps = ", ".join(c["ref"] for c in result["components"])
     click.echo(f"components: {comps}", err=True)
     click.echo(f"platform {result['platform']['fingerprint']}, python {result['interpreter']}", err=True)
-    click.echo(f"lock: {result['path']}" + (f" (and {out})" if out else ""), err=True)
+    if platform_root:
+        click.echo(f"planned for the machine captured in {platform_root}" + (f"; lock: {out}" if out else " (use -o FILE to keep the lock)"), err=True)
+    else:
+        click.echo(f"lock: {result['path']}" + (f" (and {out})" if out and result["path"] != out else "") + (" (unchanged)" if result.get("cached") else ""), err=True)
     if result["missing"]:
         click.echo("needs install: " + ", ".join(result["missing"]) + "  (cr install software NAME)", err=True)
 
@@ -55,7 +59,12 @@ def _run_in(ref_or_lock: str, command: list[str], python: str | None) -> int:
 @click.option("--python", "python", help="Interpreter to resolve for.")
 def exec_(target, command, python):
     """Run COMMAND inside what TARGET (a ref or a lock file) needs: cr env exec REF -- CMD ARGS."""
-    sys.exit(_run_in(target, list(command), python))
+    command = list(command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise click.UsageError("give a command to run after --")
+    sys.exit(_run_in(target, command, python))
 
 
 @click.command()

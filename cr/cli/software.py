@@ -43,7 +43,8 @@ def detect(names, python, timeout, as_json):
 @click.option("--python", "python", metavar="PATH", help="Install Python packages for this interpreter (default: the one running cr).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def install(target, offline, python, as_json):
-    """Install software into CR_HOME: cr install software NAME[@SPEC] (or software:NAME@SPEC)."""
+    """Install software into CR_HOME: cr install software NAME[@SPEC], or everything a component
+    such as a solution needs: cr install solution:NAME."""
     from ..errors import CRError
     from ..software.install import install as run_install
     from ..store.refs import parse_ref_words
@@ -53,7 +54,18 @@ def install(target, offline, python, as_json):
         words = ["software", words[0]]
     ref = parse_ref_words(words)
     if ref.kind != "software":
-        raise CRError(f"cr install installs software, not {ref.kind}", hint=f"components come from repositories: cr repo pull URL, then cr show {ref.kind}:{ref.name}")
+        # Any other component: install what its lock lists as missing.
+        from ..api import install_missing
+
+        result = install_missing(str(ref), python=python, offline=offline)
+        if as_json:
+            output.emit_json(result)
+            return
+        for env in result["installed"]:
+            click.echo(f"{env['name']} {env['version']} ({env['origin']}, {env['source']}): {env['prefix'] or env['location']}")
+        if not result["installed"]:
+            click.echo(f"everything {result['lock']['root']} needs is already here", err=True)
+        return
     env = run_install(ref.name, ref.spec, offline=offline, interpreter=python)
     if as_json:
         output.emit_json(env.to_dict())

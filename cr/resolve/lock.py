@@ -61,7 +61,7 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
     return components, requirements
 
 
-def host_universe(index, platform, interpreter: str, detect_missing: list[str] = ()) -> Universe:
+def host_universe(index, platform, interpreter: str, detect_missing: list[str] = (), foreign: bool = False) -> Universe:
     """What this host offers: registered envs for its fingerprint and interpreter, and recipes.
 
     Software in detect_missing with no registered env is detected first, so a first
@@ -71,6 +71,15 @@ def host_universe(index, platform, interpreter: str, detect_missing: list[str] =
     from ..software.recipe import load_recipes
 
     recipes = load_recipes(index)
+    if foreign:
+        # Planning for another machine (captured with `cr platform --capture`): nothing of
+        # this host applies; its python is taken as present, everything else must install.
+        envs = []
+        if platform.python:
+            from ..software.envs import SoftwareEnv
+
+            envs.append(SoftwareEnv("python", platform.python, "detected", "platform", platform.fingerprint, interpreter=interpreter))
+        return Universe(envs, recipes, platform.markers(), frozenset(platform.capabilities()))
     envs = _usable(list_envs(platform=platform.fingerprint), interpreter)
     missing = sorted({n for n in detect_missing if n in recipes and not any(e.name == n for e in envs)})
     if missing:
@@ -104,12 +113,72 @@ def _same_file(a: str, b: str) -> bool:
         return a == b
 
 
-def build_lock(ref: str, index, platform, interpreter: str) -> dict:
-    """Resolve ref on this platform and return the lock dict (not yet written)."""
+def build_lock(ref: str, index, platform, interpreter: str, use_cache: bool = True, foreign: bool = False) -> dict:
+    """Resolve ref on this platform and return the lock dict (saved by the caller).
+
+    The previous lock of the same component on this platform is reused when nothing it
+    depends on changed (see _state_key): no resolver run, no detection, no marker parsing.
+    """
     components, requirements = collect(ref, index)
-    universe = host_universe(index, platform, interpreter, detect_missing=_closure_names(requirements, index))
+    path = lock_path(components[0][0].ref, platform.fingerprint)
+    if use_cache and not foreign and path.is_file():
+        try:
+            old = load_lock(path)
+        except CRError:
+            old = None
+        if old and old.get("cache_key") == _state_key(components, index, platform, interpreter) and not _gone(old):
+            old["cached"] = True
+            return old
+    universe = host_universe(index, platform, interpreter, detect_missing=_closure_names(requirements, index), foreign=foreign)
     resolution = resolve(requirements, universe)
-    return lock_dict(components, resolution, universe, platform, interpreter)
+    lock = lock_dict(components, resolution, universe, platform, interpreter)
+    if foreign:
+        lock["planned_for"] = platform.to_dict()
+    else:
+        lock["cache_key"] = _state_key(components, index, platform, interpreter)
+    return lock
+
+
+def _gone(lock: dict) -> bool:
+    from .compose import missing_paths
+
+    return bool(missing_paths(lock))
+
+
+def _state_key(components, index, platform, interpreter: str) -> str:
+    """A hash of everything a resolution depends on, cheap to compute (stats, no parsing of recipes).
+
+    Components (their meta hashes), the recipes' index entries, the registered envs of this
+    platform, the interpreter, and the modification times of the directories holding the
+    interpreter's detected packages: a `pip install` outside cr changes those, so a
+    package that was missing is looked for again.
+    """
+    import os
+
+    from ..software.envs import list_envs
+
+    h = hashlib.sha256()
+
+    def add(*parts) -> None:
+        h.update(json.dumps(parts, default=str).encode())
+        h.update(b"\n")
+
+    add(__version__, platform.fingerprint, interpreter)
+    for comp, meta in components:
+        add(comp.ref, comp.repo, component_sha256(meta))
+    for row in index.db.execute("SELECT path, mtime_ns, size FROM entries WHERE kind = 'software' ORDER BY path"):
+        add(*row)
+    dirs = set()
+    for env in _usable(list_envs(platform=platform.fingerprint), interpreter):
+        add(env.id, env.version, env.location, env.prefix)
+        if env.interpreter and env.location:
+            dirs.add(os.path.dirname(env.location))
+    for d in sorted(dirs):
+        try:
+            add(d, os.stat(d).st_mtime_ns)
+        except OSError:
+            add(d, None)
+    return h.hexdigest()
 
 
 def _closure_names(requirements: list[Requirement], index) -> list[str]:
@@ -146,7 +215,12 @@ def lock_dict(components, resolution: Resolution, universe: Universe, platform, 
                 "interpreter": e.interpreter, "exports": e.exports, "packages": e.packages,
             })
         else:
-            entry.update({"source": cand.method.method if cand.method else "", "install": dict(cand.method.spec) if cand.method else {}})
+            install = {}
+            if cand.method is not None:
+                install = {k: v for k, v in cand.method.spec.items() if k != "versions"}
+                if "packages" in install:
+                    install["packages"] = cand.method.packages_for(cand.version)
+            entry.update({"source": cand.method.method if cand.method else "", "install": install})
         software.append(entry)
     missing = [s["name"] for s in software if s["origin"] == "installable"]
     root = components[0][0]

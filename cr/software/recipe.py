@@ -7,6 +7,7 @@ objects with ``ref``/``marker``), parsed by :func:`parse_requirement`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import InvalidMeta, NotFound
 from ..store.refs import Ref, parse_ref, parse_version
@@ -42,10 +43,16 @@ def marker_holds(marker: str | None, markers: dict) -> bool:
     """Evaluate a PEP 508 marker against a platform's marker environment (None holds)."""
     if not marker:
         return True
+    return _marker_holds(marker, tuple(sorted(markers.items())))
+
+
+@lru_cache(maxsize=4096)
+def _marker_holds(marker: str, environment: tuple) -> bool:
+    # A resolution evaluates the same few markers hundreds of times: parse each once.
     from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
 
     try:
-        return bool(Marker(marker).evaluate(dict(markers)))
+        return bool(Marker(marker).evaluate(dict(environment)))
     except (InvalidMarker, UndefinedEnvironmentName, ValueError) as exc:
         raise InvalidMeta(f"invalid marker {marker!r}: {exc}", hint="see PEP 508 for marker syntax") from None
 
