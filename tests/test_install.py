@@ -434,7 +434,7 @@ def test_cli_install_env_list_show_rm(tmp_path, cr_home, run_cr):
     (("install", "software", "nosuch"), "unknown software 'nosuch'"),
     (("install", "software", "six@>=100"), "versions offered here: 1.17.0, 1.16.0"),
     (("install", "six", "--offline"), "offline"),
-    (("install", "model", "six"), "installs software, not model"),
+    (("install", "model", "six"), "no component model:six"),
 ])
 def test_cli_install_errors_are_one_line_and_a_hint(tmp_path, run_cr, args, needle):
     recipe_repo(tmp_path, SIX)

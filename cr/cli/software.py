@@ -45,7 +45,6 @@ def detect(names, python, timeout, as_json):
 def install(target, offline, python, as_json):
     """Install software into CR_HOME: cr install software NAME[@SPEC], or everything a component
     such as a solution needs: cr install solution:NAME."""
-    from ..errors import CRError
     from ..software.install import install as run_install
     from ..store.refs import parse_ref_words
 
