@@ -189,7 +189,7 @@ def _build(recipe: Recipe, method: InstallMethod, version: str, env: SoftwareEnv
         prefix = stage / "prefix"
         reporter().info(f"installing {recipe.name} {version} ({method.method})")
         if method.method == "pip":
-            env.packages = _run_pip(recipe, method, version, interp, stage, offline)
+            env.packages = _drop_lock_managed(recipe, prefix, _run_pip(recipe, method, version, interp, stage, offline))
             exports = {"PYTHONPATH": [str(final_prefix)]}
         elif method.method == "download":
             _run_download(recipe, method, version, prefix, offline)
@@ -288,6 +288,78 @@ def _run_pip(recipe: Recipe, method: InstallMethod, version: str, interp: str, s
             hint=method.spec.get("hint") or f"check what pip offers for this Python and platform: {interp} -m pip index versions {_project(packages[0])}",
         )
     return _report_packages(report)
+
+
+def _lock_managed_distributions(recipe: Recipe) -> set[str]:
+    """Python distributions of the software this recipe depends on (transitively, through recipes).
+
+    The lock resolves those separately (a detected numpy, say), so a copy pip put into this
+    prefix would shadow the locked version on PYTHONPATH and make the lock lie.
+    """
+    from ..api import open_index
+    from .recipe import load_recipes
+
+    index = open_index()
+    try:
+        recipes = load_recipes(index)
+    finally:
+        index.close()
+    names, queue, seen = set(), [d.name for d in recipe.deps], set()
+    while queue:
+        dep = queue.pop()
+        if dep in seen or dep == recipe.name or dep not in recipes:
+            continue
+        seen.add(dep)
+        for probe in recipes[dep].detect:
+            dists = probe.get("distribution") or []
+            names.update(_normalise(d) for d in ([dists] if isinstance(dists, str) else dists))
+        queue.extend(d.name for d in recipes[dep].deps)
+    return names
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _drop_lock_managed(recipe: Recipe, prefix: Path, packages: list[dict]) -> list[dict]:
+    """Remove from prefix the distributions the lock provides itself; returns the packages kept."""
+    managed = _lock_managed_distributions(recipe) if recipe.deps else set()
+    if not managed:
+        return packages
+    kept = []
+    for pkg in packages:
+        if _normalise(pkg.get("name", "")) not in managed:
+            kept.append(pkg)
+            continue
+        for info in prefix.glob("*.dist-info"):
+            meta = info / "METADATA"
+            try:
+                head = meta.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)[0]
+            except OSError:
+                continue
+            m = re.search(r"^Name:\s*(\S+)", head, re.M)
+            if not m or _normalise(m.group(1)) != _normalise(pkg["name"]):
+                continue
+            record = info / "RECORD"
+            files = []
+            if record.is_file():
+                files = [line.split(",", 1)[0] for line in record.read_text(encoding="utf-8").splitlines() if line]
+            for rel in files:
+                target = (prefix / rel).resolve()
+                if prefix.resolve() in target.parents and target.is_file():
+                    target.unlink()
+            shutil.rmtree(info, ignore_errors=True)
+        reporter().info(f"  left out {pkg['name']} {pkg.get('version', '')}: the lock provides it (software dependency of {recipe.name})")
+    _prune_empty_dirs(prefix)
+    return kept
+
+
+def _prune_empty_dirs(root: Path) -> None:
+    for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
 
 
 def _refuse_offline_pip(recipe: Recipe, method: InstallMethod, version: str) -> None:
