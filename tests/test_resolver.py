@@ -67,3 +67,25 @@ def test_resolution_order_puts_dependencies_first():
     names = [c.name for c in result.chosen]
     assert names.index("python") < names.index("numpy") < names.index("onnxruntime")
     assert result.requested_by["numpy"] == ["onnxruntime 1.18.0"]
+
+
+def test_giving_up_on_a_deep_conflict_still_names_the_fighting_requirements():
+    """A chain of 12 software with two interchangeable versions each, whose end needs leaf<1
+    while the request needs leaf>=2: backtracking is exponential, so the resolver gives up,
+    and the message must still say who needs what."""
+    def recipe(name, versions, deps):
+        meta = {"uid": "0" * 16, "kind": "software", "name": name, "version": "1.0.0", "deps": deps,
+                "install": [{"method": "pip", "versions": versions, "packages": [name + "=={version}"]}]}
+        return Recipe.from_meta(meta)
+
+    chain = [f"c{k}" for k in range(12)]
+    recipes = {n: recipe(n, ["1.0", "2.0"], [f"software:{chain[k + 1]}" if k + 1 < len(chain) else "software:leaf@<1"]) for k, n in enumerate(chain)}
+    recipes["leaf"] = recipe("leaf", ["0.5", "2.0"], [])
+    universe = Universe([], recipes, {"platform_machine": "x86_64"})
+    request = [parse_requirement("software:c0", requested_by="me"), parse_requirement("software:leaf@>=2", requested_by="me")]
+    with pytest.raises(ResolutionConflict) as err:
+        resolve(request, universe, max_rounds=200)
+    message = err.value.message
+    assert "gave up after 200 rounds" in message
+    assert "me needs leaf>=2" in message and "c11 (2.0, 1.0) needs leaf<1" in message
+    assert "recipe leaf offers 2.0, 0.5" in message

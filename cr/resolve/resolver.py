@@ -25,17 +25,19 @@ class Resolution:
 
 
 class _Reporter:
-    """resolvelib reporter that forwards nothing but counts rounds (for --debug/benchmarks)."""
+    """resolvelib reporter: counts rounds and keeps the latest conflict, so that giving up
+    after too many rounds can still say which requirements fought."""
 
     def __init__(self):
         self.rounds = 0
+        self.causes: list = []
 
     def starting(self): ...
     def starting_round(self, index): self.rounds = index + 1
     def ending_round(self, index, state): ...
     def ending(self, state): ...
     def adding_requirement(self, requirement, parent): ...
-    def resolving_conflicts(self, causes): ...
+    def resolving_conflicts(self, causes): self.causes = list(causes)
     def rejecting_candidate(self, criterion, candidate): ...
     def pinning(self, candidate): ...
 
@@ -53,12 +55,17 @@ def resolve(requirements: list[Requirement], universe: Universe, max_rounds: int
                 hint="cr find software lists the recipes; add one under recipes/ (docs/howto-add-a-recipe.md)",
             )
     provider = Provider(universe)
+    events = _Reporter()
     try:
-        result = Resolver(provider, _Reporter()).resolve(active, max_rounds=max_rounds)
+        result = Resolver(provider, events).resolve(active, max_rounds=max_rounds)
     except ResolutionImpossible as exc:
         raise ResolutionConflict(explain(exc.causes, universe), hint="relax a version requirement, or add a recipe/method that offers a matching version") from None
     except ResolutionTooDeep:
-        raise ResolutionConflict(f"no resolution found within {max_rounds} rounds", hint="the requirements are too tangled; pin some versions") from None
+        latest = f"; the latest conflict: {explain(events.causes, universe)}" if events.causes else ""
+        raise ResolutionConflict(
+            f"gave up after {max_rounds} rounds of backtracking{latest}",
+            hint="pin versions of the software named here to cut the search short",
+        ) from None
 
     order = _topological(result)
     requested_by: dict[str, list[str]] = {}
