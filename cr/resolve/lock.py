@@ -17,8 +17,9 @@ from ..events import reporter
 from ..fsutil import atomic_write_json
 from ..paths import cr_home
 from ..software.recipe import Requirement, parse_requirement
-from .provider import Universe
-from .resolver import Resolution, resolve
+
+# The resolver (and resolvelib, packaging.markers) is imported only when a lock cannot be
+# reused: a cached `cr resolve` never needs it.
 
 LOCK_FORMAT = 1
 
@@ -61,7 +62,7 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
     return components, requirements
 
 
-def host_universe(index, platform, interpreter: str, detect_missing: list[str] = (), foreign: bool = False) -> Universe:
+def host_universe(index, platform, interpreter: str, detect_missing: list[str] = (), foreign: bool = False):
     """What this host offers: registered envs for its fingerprint and interpreter, and recipes.
 
     Software in detect_missing with no registered env is detected first, so a first
@@ -69,6 +70,7 @@ def host_universe(index, platform, interpreter: str, detect_missing: list[str] =
     """
     from ..software.envs import list_envs
     from ..software.recipe import load_recipes
+    from .provider import Universe
 
     recipes = load_recipes(index)
     if foreign:
@@ -129,6 +131,8 @@ def build_lock(ref: str, index, platform, interpreter: str, use_cache: bool = Tr
         if old and old.get("cache_key") == _state_key(components, index, platform, interpreter) and not _gone(old):
             old["cached"] = True
             return old
+    from .resolver import resolve
+
     universe = host_universe(index, platform, interpreter, detect_missing=_closure_names(requirements, index), foreign=foreign)
     resolution = resolve(requirements, universe)
     lock = lock_dict(components, resolution, universe, platform, interpreter)
@@ -197,7 +201,7 @@ def _closure_names(requirements: list[Requirement], index) -> list[str]:
     return sorted(names)
 
 
-def lock_dict(components, resolution: Resolution, universe: Universe, platform, interpreter: str) -> dict:
+def lock_dict(components, resolution, universe, platform, interpreter: str) -> dict:
     software = []
     for cand in resolution.chosen:
         recipe = universe.recipes.get(cand.name)
