@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import platform as stdlib_platform
 import re
 import secrets
@@ -238,7 +239,7 @@ def test_unreadable_shapes_are_absent_not_errors(tmp_path, warnings):
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "os-release").symlink_to("/etc/os-release")  # escapes the root
     (tmp_path / "commands").mkdir()
-    (tmp_path / "commands" / "nvidia-smi-query.txt").write_bytes(os.urandom(4096))
+    (tmp_path / "commands" / "nvidia-smi-query.txt").write_bytes(random.Random(0).randbytes(4096))  # seeded: never flaky
     (tmp_path / "commands" / "getprop.txt").write_bytes(b"\x00" * 100)
     started = time.monotonic()
     p = detect(tmp_path)
