@@ -1,35 +1,42 @@
 """reefkit: portable, versioned ML artifacts and reproducible benchmarks (`cr`).
 
 The library API mirrors the CLI; see cr.api for the functions re-exported here.
-Importing cr stays cheap: no numerical framework is imported until a model runs.
+Importing cr stays cheap: cr.api (and the store behind it) is imported on the first use
+of one of its names (``cr.find(...)``, ``from cr import find``), and no numerical
+framework is imported until a model runs.
 """
 from .__about__ import __version__
-from .api import (
-    CheckReport,
-    Component,
-    FileCheck,
-    check,
-    env_for,
-    find,
-    install_missing,
-    lock,
-    new,
-    open_index,
-    rehash,
-    repo_add,
-    repo_init,
-    repo_list,
-    repo_pull,
-    repo_rm,
-    repo_update,
-    resolve,
-    show,
-    verify_files,
-)
 from .errors import CRError
 
-__all__ = [
-    "__version__", "CRError", "CheckReport", "Component", "FileCheck", "check", "env_for", "find", "install_missing", "lock", "new",
+# Re-exported from cr.api, imported on first use (PEP 562).
+_API_NAMES = frozenset({
+    "CheckReport", "Component", "FileCheck", "check", "env_for", "find", "install_missing", "lock", "new",
     "open_index", "rehash", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_update",
     "resolve", "show", "verify_files",
-]
+})
+
+__all__ = ["__version__", "CRError", *sorted(_API_NAMES)]
+
+
+def __getattr__(name: str):
+    if name in _API_NAMES:
+        from . import api
+
+        value = getattr(api, name)
+        globals()[name] = value  # looked up once
+        return value
+    if not name.startswith("__"):
+        # `import cr; cr.store.registry...` worked while cr imported cr.api eagerly: a
+        # submodule is still imported on first access.
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _API_NAMES)

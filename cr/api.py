@@ -11,15 +11,13 @@ anything a user can fix.
 """
 from __future__ import annotations
 
-import fnmatch
 import json
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import Conflict, CRError, InvalidMeta, NotFound, RepoError
 from .events import reporter
-from .fsutil import atomic_write_json, sha256_file
+from .fsutil import atomic_write_bytes, atomic_write_json, json_bytes, sha256_file
 from .paths import cr_home, ensure_home
 from .store import registry
 from .store.index import Component, Index
@@ -34,16 +32,20 @@ __all__ = [
 ]
 
 
-def open_index(refresh: bool = True) -> Index:
+def open_index(refresh: bool = True, kind: str | None = None, name: str | None = None) -> Index:
     """The search index over every registered repo, brought up to date.
 
-    Invalid metas are reported as warnings naming the file; they never stop a search.
+    With kind (and name), only what a query for that kind (that component) can return is
+    brought up to date (see Index.refresh); the index must then be asked nothing else.
+    Invalid metas (in that scope) are reported as warnings naming the file; they never
+    stop a search.
     """
     home = cr_home()
+    _close_writer()  # a search ends a run of new(): its connection goes, the index is checkpointed
     index = Index(home, registry.all_repos(home))
     if refresh:
-        index.refresh()
-        for repo, path, error in index.invalid():
+        index.refresh(kind, name)
+        for repo, path, error in index.invalid(kind, name):
             reporter().warning(f"skipped invalid component ({repo}): {error}")
     return index
 
@@ -65,15 +67,17 @@ def find(
     want = tuple(t for t in tags if t and not t.startswith("-"))
     avoid = tuple(t[1:] for t in tags if t.startswith("-") and len(t) > 1)
     spec = parse_spec(version) if version else None
-    index = open_index()
+    exact = name if name and not any(c in name for c in "*?[") else None
+    index = open_index(kind=kind, name=exact)
     try:
         if repo is not None and repo not in index.rank:
             raise RepoError(f"no repository named {repo!r}", hint="cr repo list shows the registered ones")
-        exact = name if name and not any(c in name for c in "*?[") else None
         found = index.components(kind=kind, name=exact, tags=want, not_tags=avoid, repo=repo)
     finally:
         index.close()
     if name and exact is None:
+        import fnmatch
+
         found = [c for c in found if fnmatch.fnmatchcase(c.name, name)]
     if spec is not None:
         found = [c for c in found if spec.contains(parse_version(c.version), prereleases=True)]
@@ -95,7 +99,7 @@ def resolve(ref: str | Ref, index: Index | None = None) -> Component:
     """The component a ref means: the newest matching version, from the highest-precedence repo."""
     ref = parse_ref(ref) if isinstance(ref, str) else ref
     own = index is None
-    index = index or open_index()
+    index = index or open_index(kind=ref.kind, name=ref.name)
     try:
         candidates = index.components(kind=ref.kind, name=ref.name)
         repos = [r.name for r in index.repos]
@@ -149,7 +153,8 @@ def verify_files(component_dir: Path, meta: dict) -> list[FileCheck]:
 
 def show(ref: str | Ref, verify: bool = True) -> dict:
     """A component's meta, location and (with verify) the checksum state of its files."""
-    index = open_index()
+    ref = parse_ref(ref) if isinstance(ref, str) else ref
+    index = open_index(kind=ref.kind, name=ref.name)
     try:
         comp = resolve(ref, index)
         meta = index.meta_of(comp)
@@ -166,6 +171,8 @@ def show(ref: str | Ref, verify: bool = True) -> dict:
 
 
 def _skeleton(kind: str, name: str, version: str, tags: list[str], description: str) -> dict:
+    import secrets  # only where something is created: searching never needs it
+
     meta = {
         "uid": secrets.token_hex(8),
         "kind": kind,
@@ -196,8 +203,11 @@ def new(
     check_kind(kind)
     check_name(name)
     parse_version(version)
-    home = ensure_home()
-    target = registry.ensure_local_repo(home) if repo in (None, registry.LOCAL_REPO) else registry.find_repo(repo, home)
+    if repo in (None, registry.LOCAL_REPO):
+        home, target = _local_repo()
+    else:
+        home = _usable_home()
+        target = registry.find_repo(repo, home)
     if not target.writable:
         raise RepoError(f"repository {target.name!r} is shipped with reefkit and read-only", hint="leave out --repo to use your local repo")
     if target.layout == "name" and target.kind != kind:
@@ -209,13 +219,96 @@ def new(
     meta_path = target.meta_path(kind, name, version)
     if meta_path.exists():
         raise Conflict(f"{kind}:{name}@{version} already exists in repo {target.name!r} ({meta_path})", hint="choose another --version")
-    atomic_write_json(meta_path, meta, durable=False)
-    index = Index(home, registry.all_repos(home))
-    try:
-        index.add(target, meta_path)
-    finally:
-        index.close()
+    data = json_bytes(meta)
+    atomic_write_bytes(meta_path, data, durable=False)
+    _writer_index(home).add(target, meta_path, meta, data)  # validated above, placed by target.meta_path
     return Component(kind, name, version, meta["uid"], target.name, meta_path, tuple(meta["tags"]), description)
+
+
+# Per-process state of new(), so that creating thousands of components in a loop costs
+# no more than writing their files: the CR_HOME check and an open index connection
+# (opening and closing one per call would checkpoint and sync the index every time).
+_checked_homes: set[Path] = set()
+_local_repos: dict[str | None, tuple[Path, Repo, tuple]] = {}  # $CR_HOME -> (home, local repo, its cr-repo.json's stat)
+_writers: dict[int, tuple[int, Index]] = {}  # thread id -> (pid, its open index)
+
+
+def _usable_home() -> Path:
+    """CR_HOME, checked for writing once per process (ensure_home writes a probe file)."""
+    home = cr_home()
+    if home not in _checked_homes or not home.is_dir():
+        home = ensure_home()
+        _checked_homes.add(home)
+    return home
+
+
+def _local_repo() -> tuple[Path, Repo]:
+    """(CR_HOME, the local repo), read again only when its cr-repo.json is not the one read."""
+    import os
+
+    key = os.environ.get("CR_HOME")
+    cached = _local_repos.get(key)
+    if cached is not None:
+        home, repo, seen = cached
+        try:
+            st = os.stat(repo.path / REPO_FILE)
+        except OSError:
+            st = None
+        if st is not None and (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) == seen:
+            return home, repo
+    home = _usable_home()
+    repo = registry.ensure_local_repo(home)
+    st = os.stat(repo.path / REPO_FILE)
+    _local_repos[key] = (home, repo, (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+    return home, repo
+
+
+def _writer_index(home: Path) -> Index:
+    """The index connection new() keeps open, one per thread (for the last CR_HOME used);
+    opened again after a fork, or once its file was deleted or rebuilt by someone else."""
+    import os
+    from _thread import get_ident
+
+    thread, pid = get_ident(), os.getpid()
+    cached = _writers.pop(thread, None)
+    if cached is not None:
+        if cached[0] == pid and cached[1].home == home and cached[1].is_current():
+            _writers[thread] = cached
+            return cached[1]
+        if cached[0] == pid:  # never close a connection a parent process opened
+            cached[1].close()
+    if not _writers:  # (again) something to close at exit
+        import atexit
+
+        atexit.unregister(_close_writers)
+        atexit.register(_close_writers)
+    index = Index(home, [])  # add() needs no repository list
+    _writers[thread] = (pid, index)
+    return index
+
+
+def _close_writer() -> None:
+    """Close this thread's new() connection, if any (closing the last one checkpoints the index)."""
+    if _writers:
+        import os
+        from _thread import get_ident
+
+        cached = _writers.pop(get_ident(), None)
+        if cached is not None and cached[0] == os.getpid():
+            cached[1].close()
+
+
+def _close_writers() -> None:
+    """At exit: close what new() left open (the last connection to close checkpoints the index)."""
+    import os
+
+    for thread, (pid, index) in list(_writers.items()):
+        if pid == os.getpid():
+            try:
+                index.close()
+            except Exception:  # another thread's connection: SQLite recovers it on next open
+                pass
+        _writers.pop(thread, None)
 
 
 def rehash(target: str | Path) -> dict:
@@ -463,9 +556,12 @@ def lock(ref: str, python: str | None = None, output: str | Path | None = None, 
     if platform_root is not None:
         interpreter = python or "python3"
     else:
+        from .software.host import canonical_interpreter
+
         interpreter = str(Path(python).absolute()) if python else sys.executable
         if python and not Path(interpreter).is_file():
             raise NotFound(f"python interpreter {python} does not exist", hint="give the path of a python executable")
+        interpreter = canonical_interpreter(interpreter)  # python and python3 must share a lock
     platform = detect(platform_root) if platform_root is not None else current()
     index = open_index()
     try:

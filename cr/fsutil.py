@@ -1,10 +1,8 @@
 """Small file-system helpers shared across the package: atomic writes and hashing."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from .errors import StoreError
@@ -18,6 +16,8 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     half-written file (used for repos.json and results); component metas skip the
     fsync, which makes bulk creation 100x faster and is still crash-safe for the process.
     """
+    import tempfile  # here, not at the top: commands that only read never pay for it
+
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,14 +53,20 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
         raise
 
 
+def json_bytes(data: object) -> bytes:
+    """What atomic_write_json writes: JSON with 2-space indent, keys in the order given, a final newline."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: Path, data: object, durable: bool = True) -> None:
     """JSON with 2-space indent, sorted keys left as given, and a final newline."""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
+    atomic_write_bytes(path, json_bytes(data), durable=durable)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while True:

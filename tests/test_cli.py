@@ -83,6 +83,48 @@ def test_short_help_and_group_help(run_cr):
     assert show.returncode == 0 and "--json" in show.stdout and "--no-verify" in show.stdout
 
 
+@pytest.mark.parametrize("argv0", ["cr", "module"])
+def test_version_answers_before_click_is_imported(argv0, cr_home, tmp_path):
+    """`cr --version` (console script or python -m cr) imports neither click nor cr.api."""
+    if argv0 == "module":
+        cmd = [sys.executable, "-X", "importtime", "-m", "cr", "--version"]
+    else:
+        cmd = [sys.executable, "-X", "importtime", "-c",
+               "import sys; sys.argv[0] = 'cr'; from cr.cli.main import main; main()", "--version"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "CR_HOME": str(cr_home)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"cr (reefkit) {cr.__version__}\n"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "cr.cli.main" in imported
+    assert not imported & {"click", "cr.api", "cr.store", "rich"}, sorted(imported & {"click", "cr.api", "cr.store", "rich"})
+
+
+def test_version_with_other_arguments_goes_through_click(run_cr):
+    done = run_cr("--version", "--debug")
+    assert done.returncode == 0 and done.stdout == f"cr (reefkit) {cr.__version__}\n"
+    assert run_cr("-q", "--version").stdout == f"cr (reefkit) {cr.__version__}\n"
+
+
+def test_import_cr_is_lazy_and_keeps_the_api():
+    code = (
+        "import sys, cr\n"
+        "assert 'cr.api' not in sys.modules and 'cr.store' not in sys.modules, sorted(m for m in sys.modules if m.startswith('cr'))\n"
+        "assert cr.__version__ and issubclass(cr.CRError, Exception)\n"
+        "assert 'find' in dir(cr) and 'find' in cr.__all__\n"
+        "find = cr.find\n"
+        "import cr.api\n"
+        "assert find is cr.api.find and cr.new is cr.api.new\n"
+        "from cr import show, Component, CheckReport\n"
+        "assert show is cr.api.show and Component is cr.api.Component\n"
+        "assert cr.store.registry.all_repos\n"
+        "assert not hasattr(cr, 'no_such_name')\n"
+        "print(sorted(c.ref for c in cr.find('dataset'))[:1])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "dataset:" in done.stdout
+
+
 def test_running_the_console_script_entry_point(cr_home):
     """`cr` as installed is cr.cli.main:main; it is importable and behaves like python -m cr."""
     done = subprocess.run(
@@ -344,6 +386,76 @@ def test_new_then_find_show_and_check(run_cr, cr_home):
     assert run_cr("check", str(meta_path.parent)).returncode == 0
     listed = ok_json(run_cr("repo", "list", "--json"))
     assert listed[0]["name"] == "local" and listed[0]["components"] == 1
+
+
+def test_find_table_in_a_pipe_is_plain_aligned_text(run_cr, tmp_path):
+    """Piped, `cr find` prints the rich table's columns as plain text: no styles, nothing cut."""
+    repo = make_repo(tmp_path / "mine", "mine")
+    long_text = "a description far longer than any terminal " * 6
+    make_component(repo, "model", "plain-a", tags=["x", "yy"], description="short")
+    make_component(repo, "model", "plain-bb", "2.0.0", tags=["zzz"], description=long_text.strip())
+    api.repo_add(repo)
+    done = run_cr("find", "model", "--repo", "mine")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "\x1b" not in done.stdout
+    assert lines[0].split() == ["REF", "REPO", "TAGS", "DESCRIPTION"]
+    assert len(lines) == 3 and all(ln == ln.rstrip() for ln in lines)
+    starts = [lines[0].index(h) for h in ("REPO", "TAGS", "DESCRIPTION")]
+    assert starts == [len("model:plain-bb@2.0.0") + 2, len("model:plain-bb@2.0.0") + 2 + len("mine") + 2,
+                      len("model:plain-bb@2.0.0") + 2 + len("mine") + 2 + len("x,yy") + 2]
+    rows = {ln.split()[0]: ln for ln in lines[1:]}
+    assert rows["model:plain-a@1.0.0"][starts[0]:].split() == ["mine", "x,yy", "short"]
+    assert rows["model:plain-bb@2.0.0"][starts[2]:] == long_text.strip()  # not truncated
+
+
+def test_plain_table_matches_the_rich_layout():
+    """The plain table keeps the rich table's columns and alignment (rich pads and cuts the last one)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from cr.cli.output import plain_table
+
+    columns = ["REF", "REPO", "DESCRIPTION"]
+    cells = [["model:a@1.0.0", "local", "one"], ["dataset:long-name@10.0", "r", ""], ["x:y@1", "builtin", "three words here"]]
+    t = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
+    for i, col in enumerate(columns):
+        width = max([len(col)] + [len(r[i]) for r in cells])
+        t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=10 if i == len(columns) - 1 else width)
+    for row in cells:
+        t.add_row(*row)
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None, highlight=False, soft_wrap=False).print(t)
+    rich_lines = [ln.rstrip() for ln in buf.getvalue().splitlines()]
+    assert plain_table(columns, cells).splitlines() == rich_lines
+
+
+def test_terminal_table_keeps_every_identifier_column(monkeypatch):
+    """On a narrow terminal the description is cut, never a column of identifiers."""
+    import io
+
+    from cr.cli import output
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = [["dataset:digits@1.0.0", "builtin", "images,classification,digits,8x8", "UCI optical handwritten digits " * 3],
+            ["dataset:iris@1.0.0", "builtin", "tabular,classification,iris", "Fisher's iris"]]
+    output.table(["REF", "REPO", "TAGS", "DESCRIPTION"], rows)
+    import re
+
+    lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()).splitlines() if ln.strip()]
+    assert lines[0].split() == ["REF", "REPO", "TAGS", "DESCRIPTION"]
+    for line, row in zip(lines[1:], rows):
+        assert line.split()[:3] == row[:3]
+        assert len(line.rstrip()) <= 80
+    assert "…" in lines[1]
 
 
 def test_new_action_skeleton_is_valid(run_cr):

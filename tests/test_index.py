@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -116,12 +117,156 @@ def test_recent_metas_are_racy_and_read_again(tmp_path, cr_home):
     fresh = make_component(repo, "model", "fresh")  # mtime: now
     index = only_repo_index(cr_home, repo)
     assert index.refresh().parsed == 2
-    # modified within RACY_NS: it could change again without its (mtime, size) changing
-    assert index.refresh().parsed == 1
-    assert index.refresh().parsed == 1
+    # modified within RACY_NS: it could change again without its (mtime, size) changing,
+    # so it is read again (and parsed again only if its sha256 changed)
+    for _ in range(2):
+        stats = index.refresh()
+        assert (stats.parsed, stats.rehashed) == (0, 1)
     age(fresh)
+    stats = index.refresh()
+    assert (stats.parsed, stats.rehashed) == (1, 0)
+    stats = index.refresh()
+    assert (stats.parsed, stats.rehashed) == (0, 0)
+    index.close()
+
+
+def later(monkeypatch, seconds: float) -> None:
+    """Make the index believe seconds have passed."""
+    import cr.store.index as index_module
+
+    real = time.time_ns
+    monkeypatch.setattr(index_module.time, "time_ns", lambda: real() + int(seconds * 1e9))
+
+
+class CountingScandir:
+    """os.scandir, counting the directories listed."""
+
+    def __init__(self, monkeypatch):
+        self.listed: list[str] = []
+        real = os.scandir
+
+        def scandir(path="."):
+            self.listed.append(path if isinstance(path, int) else os.fspath(path))
+            return real(path)
+
+        monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_directory_listings_are_remembered(tmp_path, cr_home, monkeypatch):
+    repo = make_repo(tmp_path / "r", "r")
+    for name in ("a", "b", "c"):
+        make_component(repo, "model", name)
+    make_component(repo, "dataset", "d")
+    age_tree(repo)
+    later(monkeypatch, 3)  # every directory is older than the racy window
+    index = only_repo_index(cr_home, repo)
+    assert index.refresh().parsed == 4
+    counting = CountingScandir(monkeypatch)
+    stats = index.refresh()
+    assert (stats.scanned, stats.parsed) == (4, 0)
+    assert counting.listed == []  # nothing listed again: every directory is unchanged
+    assert index.refresh("model").scanned == 3 and counting.listed == []
+    # a new version, a new component, a new kind: each changes a directory listed before
+    make_component(repo, "model", "a", "2.0.0")
+    make_component(repo, "model", "e")
+    make_component(repo, "solution", "s")
+    stats = index.refresh()
+    assert (stats.scanned, stats.parsed) == (7, 3)
+    assert sorted(set(counting.listed)) == sorted(str(p) for p in (repo, repo / "model", repo / "model" / "a", repo / "model" / "e",
+                                                             repo / "solution", repo / "solution" / "s"))
+    # removing a version, a component: seen too, and their remembered listings are dropped
+    shutil.rmtree(repo / "model" / "a" / "1.0.0")
+    shutil.rmtree(repo / "model" / "b")
+    stats = index.refresh()
+    assert (stats.scanned, stats.removed) == (5, 2)
+    assert sorted(names(index.components())) == ["a", "c", "d", "e", "s"]
+    listed = {p for (p,) in index.db.execute("SELECT path FROM dirs")}
+    assert str(repo / "model" / "b") not in listed and str(repo / "model" / "c") in listed
+    index.close()
+
+
+def test_a_directory_replaced_with_the_same_mtime_is_listed_again(tmp_path, cr_home, monkeypatch):
+    repo = make_repo(tmp_path / "r", "r")
+    make_component(repo, "model", "m")
+    later(monkeypatch, 3)
+    index = only_repo_index(cr_home, repo)
+    index.refresh()
+    old = repo / "model" / "m"
+    st = os.stat(old)
+    other = make_repo(tmp_path / "other", "other")
+    make_component(other, "model", "m", "2.0.0")
+    os.utime(other / "model" / "m", ns=(st.st_atime_ns, st.st_mtime_ns))
+    shutil.rmtree(old)
+    os.rename(other / "model" / "m", old)  # same path, same mtime: another inode and ctime
+    os.utime(repo / "model", ns=(os.stat(repo / "model").st_atime_ns, os.stat(repo / "model").st_mtime_ns))
+    assert [c.version for c in (index.refresh(), index.components())[1]] == ["2.0.0"]
+    index.close()
+
+
+def test_a_symlink_to_a_directory_created_later_is_seen(tmp_path, cr_home, monkeypatch):
+    repo = make_repo(tmp_path / "r", "r")
+    make_component(repo, "model", "m")
+    target = tmp_path / "elsewhere"
+    (repo / "model" / "linked").symlink_to(target, target_is_directory=True)
+    later(monkeypatch, 3)
+    index = only_repo_index(cr_home, repo)
+    assert index.refresh().scanned == 1
+    (target / "1.0.0").mkdir(parents=True)
+    write_json(target / "1.0.0" / "meta.json", {"uid": secrets.token_hex(8), "kind": "model", "name": "linked", "version": "1.0.0"})
+    assert index.refresh().scanned == 2  # the kind directory did not change, the link's target did
+    assert sorted(names(index.components())) == ["linked", "m"]
+    index.close()
+
+
+def test_racy_meta_settles_once_read_after_the_window(tmp_path, cr_home, monkeypatch):
+    repo = make_repo(tmp_path / "r", "r")
+    make_component(repo, "model", "fresh")
+    index = only_repo_index(cr_home, repo)
     assert index.refresh().parsed == 1
+    assert index.refresh().rehashed == 1
+    later(monkeypatch, 3)
+    stats = index.refresh()  # read again once older than the window: trusted from now on
+    assert (stats.parsed, stats.rehashed) == (0, 1)
+    stats = index.refresh()
+    assert (stats.parsed, stats.rehashed) == (0, 0)
+    index.close()
+
+
+def test_racy_meta_rewritten_in_place_is_parsed_again(tmp_path, cr_home, monkeypatch):
+    repo = make_repo(tmp_path / "r", "r")
+    meta = make_component(repo, "model", "m", description="aaaa")
+    st = os.stat(meta)
+    index = only_repo_index(cr_home, repo)
+    index.refresh()
     assert index.refresh().parsed == 0
+    meta.write_text(meta.read_text().replace("aaaa", "bbbb"))
+    os.utime(meta, ns=(st.st_atime_ns, st.st_mtime_ns))
+    later(monkeypatch, 3)  # even when that refresh comes after the window
+    stats = index.refresh()
+    assert (stats.parsed, stats.rehashed) == (1, 1)
+    assert index.components(name="m")[0].description == "bbbb"
+    index.close()
+
+
+def test_new_components_are_not_parsed_again(cr_home, monkeypatch):
+    api.open_index().close()  # the shipped components, indexed first
+    made = [api.new("model", f"n{i}", tags=["t"]) for i in range(30)]
+    index = api.open_index(refresh=False)
+    stats = index.refresh()
+    assert (stats.parsed, stats.rehashed) == (0, 30)  # read and hashed (they are racy), not parsed
+    assert len(index.components(kind="model", tags=("t",))) == 30
+    # one rewritten behind new()'s back, keeping its size and mtime, is seen all the same
+    st = os.stat(made[7].meta_path)
+    data = json.loads(made[7].meta_path.read_text())
+    data["tags"] = ["u"]
+    made[7].meta_path.write_text(json.dumps(data, indent=2, ensure_ascii=False).ljust(st.st_size - 1) + "\n")
+    os.utime(made[7].meta_path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(made[7].meta_path).st_size == st.st_size
+    later(monkeypatch, 3)
+    stats = index.refresh()
+    assert (stats.parsed, stats.rehashed) == (1, 30)
+    assert names(index.components(tags=("u",))) == ["n7"]
+    assert index.refresh().rehashed == 0
     index.close()
 
 
@@ -157,6 +302,116 @@ def test_deleted_components_disappear(tmp_path, cr_home):
     index.close()
 
 
+# -- a refresh scoped to what the query needs -----------------------------------------------------
+
+def scoped_setup(tmp_path: Path):
+    repo = make_repo(tmp_path / "r", "r")
+    metas = {}
+    for name in ("m", "m2", "m-b"):
+        metas[name] = make_component(repo, "model", name)
+    metas["m@2"] = make_component(repo, "model", "m", "2.0.0")
+    for name in ("d1", "d2"):
+        metas[name] = make_component(repo, "dataset", name)
+    rec = make_repo(tmp_path / "rec", "rec", layout="name", kind="software", meta_file="recipe.json")
+    for name in ("tool", "tool2"):
+        metas[name] = write_json(rec / name / "recipe.json", {"uid": secrets.token_hex(8), "kind": "software", "name": name, "version": "1.0"})
+    age_tree(repo)
+    age(*rec.rglob("recipe.json"))
+    return repo, rec, metas
+
+
+def test_refresh_of_one_kind_walks_only_that_kind(tmp_path, cr_home):
+    repo, rec, metas = scoped_setup(tmp_path)
+    index = Index(cr_home, [read_repo(repo, "dir"), read_repo(rec, "dir")])
+    stats = index.refresh("model")
+    assert (stats.scanned, stats.parsed) == (4, 4)
+    assert sorted(names(index.components())) == ["m", "m", "m-b", "m2"]  # nothing else was read
+    stats = index.refresh("software")  # only the 'name' layout repo holds software here
+    assert (stats.scanned, stats.parsed) == (2, 2)
+    assert index.refresh("dataset").scanned == 2
+    assert index.refresh("solution").scanned == 0
+    # a full refresh finds everything already indexed
+    stats = index.refresh()
+    assert (stats.scanned, stats.parsed, stats.removed) == (8, 0, 0)
+    index.close()
+
+
+def test_refresh_of_one_kind_sees_added_changed_and_removed(tmp_path, cr_home):
+    repo, rec, metas = scoped_setup(tmp_path)
+    index = Index(cr_home, [read_repo(repo, "dir"), read_repo(rec, "dir")])
+    index.refresh()
+    shutil.rmtree(metas["m2"].parent.parent)
+    age(make_component(repo, "model", "m3"))
+    data = json.loads(metas["m-b"].read_text())
+    data["description"] = "changed"
+    write_json(metas["m-b"], data)
+    age(metas["m-b"], seconds=60)
+    shutil.rmtree(metas["d1"].parent.parent)  # another kind: left alone by refresh("model")
+    stats = index.refresh("model")
+    assert (stats.scanned, stats.parsed, stats.removed) == (4, 2, 1)
+    assert sorted(names(index.components(kind="model"))) == ["m", "m", "m-b", "m3"]
+    assert index.components(name="m-b")[0].description == "changed"
+    assert sorted(names(index.components(kind="dataset"))) == ["d1", "d2"]  # not refreshed yet
+    stats = index.refresh("dataset")
+    assert (stats.scanned, stats.parsed, stats.removed) == (1, 0, 1)
+    assert names(index.components(kind="dataset")) == ["d2"]
+    assert index.refresh().parsed == 0
+    index.close()
+
+
+def test_refresh_of_one_component_walks_only_its_directory(tmp_path, cr_home):
+    repo, rec, metas = scoped_setup(tmp_path)
+    index = Index(cr_home, [read_repo(repo, "dir"), read_repo(rec, "dir")])
+    index.refresh()
+    # 'm' is a prefix of 'm2' and 'm-b': their rows are outside the range of model/m/
+    stats = index.refresh("model", "m")
+    assert (stats.scanned, stats.parsed, stats.removed) == (2, 0, 0)
+    make_component(repo, "model", "m", "3.0.0")
+    shutil.rmtree(metas["m@2"].parent)
+    stats = index.refresh("model", "m")
+    assert (stats.scanned, stats.parsed, stats.removed) == (2, 1, 1)
+    assert [c.version for c in index.components(kind="model", name="m")] == ["3.0.0", "1.0.0"]
+    assert sorted(names(index.components(kind="model"))) == ["m", "m", "m-b", "m2"]
+    assert index.refresh("model", "nothing-here").scanned == 0
+    # in a 'name' layout repo, a component is <repo>/<name>/
+    metas["tool"].unlink()
+    stats = index.refresh("software", "tool")
+    assert (stats.scanned, stats.removed) == (0, 1)
+    assert names(index.components(kind="software")) == ["tool2"]
+    assert index.refresh("model", "tool2").scanned == 0  # the recipes repo holds no models
+    index.close()
+
+
+def test_invalid_metas_are_reported_within_the_scope(tmp_path, cr_home):
+    repo, rec, metas = scoped_setup(tmp_path)
+    bad_model = make_component(repo, "model", "bad", uid="NOT-HEX")
+    bad_data = make_component(repo, "dataset", "bad", uid="NOT-HEX")
+    index = Index(cr_home, [read_repo(repo, "dir"), read_repo(rec, "dir")])
+    index.refresh()
+    assert [p for _, p, _ in index.invalid()] == [str(bad_data), str(bad_model)]
+    assert [p for _, p, _ in index.invalid("model")] == [str(bad_model)]
+    assert [p for _, p, _ in index.invalid("model", "bad")] == [str(bad_model)]
+    assert index.invalid("model", "m") == []
+    assert index.invalid("software") == []
+    index.close()
+
+
+def test_find_and_show_see_changes_in_their_scope(tmp_path, collect):
+    repo = make_repo(tmp_path / "r", "r")
+    api.repo_add(repo)
+    make_component(repo, "model", "s", description="one")
+    assert api.show("model:s", verify=False)["description"] == "one"
+    v2 = make_component(repo, "model", "s", "2.0.0", description="two")
+    assert api.resolve("model:s").version == "2.0.0"
+    assert api.show("model:s", verify=False)["description"] == "two"
+    shutil.rmtree(v2.parent)
+    assert api.resolve("model:s").version == "1.0.0"
+    make_component(repo, "dataset", "s", description="data")
+    assert [c.kind for c in api.find(name="s", repo="r")] == ["dataset", "model"]
+    assert [c.kind for c in api.find("dataset", repo="r")] == ["dataset"]
+    assert collect.warnings == []
+
+
 def test_deleted_component_disappears_from_find(tmp_path, collect):
     repo = make_repo(tmp_path / "r", "r")
     api.repo_add(repo)
@@ -188,6 +443,30 @@ def test_new_component_is_found_at_once():
     assert info["uid"] == comp.uid and info["repo"] == "local"
     assert info["meta"]["tags"] == ["a", "b"]
     assert api.check().ok
+
+
+def test_new_keeps_working_when_its_cached_state_goes_away(cr_home):
+    """new() keeps CR_HOME's local repo and an index connection between calls: both are
+    found again when they were removed behind its back."""
+    api.new("model", "a")
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(cr_home / INDEX_FILE) + suffix).unlink(missing_ok=True)
+    api.new("model", "b")  # written into the new index file, not the deleted one
+    index = Index(cr_home, registry.all_repos(cr_home))  # not refreshed: what new() wrote
+    assert names(index.components(kind="model")) == ["b"]
+    index.close()
+    shutil.rmtree(cr_home / "local")
+    api.new("model", "c")
+    assert (cr_home / "local" / "cr-repo.json").is_file()
+    assert names(api.find("model", repo="local")) == ["c"]
+
+
+def test_new_follows_a_change_of_cr_home(tmp_path, monkeypatch):
+    api.new("dataset", "first")
+    monkeypatch.setenv("CR_HOME", str(tmp_path / "other-home"))
+    api.new("dataset", "second")
+    assert names(api.find("dataset", repo="local")) == ["second"]
+    assert (tmp_path / "other-home" / "local" / "dataset" / "second" / "0.1.0" / "meta.json").is_file()
 
 
 def test_new_refuses_existing_and_bad_input():
@@ -250,18 +529,27 @@ def test_malformed_metas_are_warnings_naming_the_file(tmp_path, collect):
     api.repo_add(repo)
     found = api.find("model", repo="mixed")
     assert sorted(names(found)) == ["good0", "good1", "good2"]
+    # a search for models warns about the bad metas among the models (the only ones it
+    # reads); the bad one under dataset/ is warned about by a search that covers datasets
+    for name, path in bad.items():
+        hits = [w for w in collect.warnings if str(path) in w]
+        assert len(hits) == (name != "dir-meta"), (name, collect.warnings)
+    assert "iris" in names(api.find("dataset"))
     for name, path in bad.items():
         hits = [w for w in collect.warnings if str(path) in w]
         assert len(hits) == 1, (name, collect.warnings)
         if name in BAD_METAS:
             assert BAD_METAS[name][1] in hits[0], hits[0]
         assert "(mixed)" in hits[0]
+    collect.warnings.clear()
+    api.find()  # every kind: every bad meta
+    for name, path in bad.items():
+        assert len([w for w in collect.warnings if str(path) in w]) == 1, (name, collect.warnings)
     # the rest of the world is still searchable: the shipped components too
-    assert "iris" in names(api.find("dataset"))
     assert api.show("model:good1")["name"] == "good1"
     # still reported on the next call (the user has not fixed it), without re-reading it
     collect.warnings.clear()
-    api.find("dataset")
+    api.find()
     assert all(any(str(p) in w for w in collect.warnings) for p in bad.values())
 
 
@@ -310,6 +598,11 @@ def test_cli_find_survives_malformed_metas(tmp_path, run_cr):
     result = run_cr("find", "model", "--repo", "mixed", "--json")
     assert result.returncode == 0, result.stderr
     assert sorted(c["name"] for c in json.loads(result.stdout)) == ["good0", "good1", "good2"]
+    for name, path in bad.items():
+        assert (str(path) in result.stderr) == (name != "dir-meta")  # a search for models reads only models
+    assert "Traceback" not in result.stderr
+    result = run_cr("find", "--repo", "mixed", "--json")
+    assert result.returncode == 0, result.stderr
     for path in bad.values():
         assert str(path) in result.stderr
     assert "Traceback" not in result.stderr
@@ -829,3 +1122,32 @@ def test_concurrent_processes_add_and_search(cr_home, tmp_path, run_cr):
     assert {c["name"] for c in json.loads(result.stdout)} == created
     report = api.check()
     assert report.ok, [str(p) for p in report.problems[:5]]
+
+
+# -- ordering -------------------------------------------------------------------------------------------
+
+def test_sort_components_matches_the_three_stable_sorts():
+    """kind, name, newest version, repo precedence, path: parsed versions only where needed."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cr.store.index import Component, sort_components
+    from cr.store.refs import parse_version
+
+    comps = st.builds(
+        lambda kind, name, version, repo, n: Component(kind, name, version, "0" * 16, repo, Path(f"/r/{repo}/{n}/meta.json")),
+        st.sampled_from(["model", "dataset"]), st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["1.0.0", "1.0", "2.0rc1", "2.0.0", "10.0", "0.9.post1"]), st.sampled_from(["x", "y", "z", "gone"]),
+        st.integers(0, 3),
+    )
+    rank = {"x": 0, "y": 1, "z": 2}
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(comps, max_size=12))
+    def check(components):
+        expected = sorted(components, key=lambda c: (rank.get(c.repo, 1 << 30), str(c.meta_path)))
+        expected.sort(key=lambda c: parse_version(c.version), reverse=True)
+        expected.sort(key=lambda c: (c.kind, c.name))
+        assert sort_components(list(components), rank) == expected
+
+    check()

@@ -592,3 +592,228 @@ def test_mutated_meta_problems_are_where_the_mutation_is(case):
 @given(st.sampled_from(KINDS), st.dictionaries(st.text(max_size=8).map(lambda s: "x-" + s), json_values, max_size=4))
 def test_any_x_fields_keep_a_valid_meta_valid(kind, extra):
     assert validate({**VALID[kind], **extra}) == []
+
+
+# -- the fast validator agrees with jsonschema ------------------------------------------------
+
+from cr.store import fastvalid  # noqa: E402
+from cr.store import meta as meta_module  # noqa: E402
+
+SCHEMA_KINDS = KINDS + ("repo",)
+FORMAT_EXAMPLES = {  # format: (conforming, not conforming)
+    "pep440-version": (["1.0.0", "2!1.0.post3", "1.2.0rc1", "v1", "0", "1.0.0+local.7"], ["one", "1..2", ""]),
+    "component-ref": (["model:x", "dataset:iris@>=1,<2", "software:numpy@1.26", "x"], ["model:Bad", "robot:x", "model:x@newest"]),
+    "requirement": (["software:numpy", "software:onnx@>=1; platform_machine == \"x86_64\"", "model:x@1.0"],
+                    ["software:x; bogus ==", "nokind", "software:x;"]),
+    "pep508-marker": (["platform_machine == \"aarch64\"", "python_version >= \"3.9\""], ["os_name", "", "sys_platform == 'linux' and"]),
+    "relative-path": (["model.onnx", "sub/dir/x.bin", "a/..b"], ["../x", "/abs", "a\\b", "C:x", "", "a/../b"]),
+    "regex": ([r"Python (\d+)", "", "[a-z]+"], ["(", "a{2,1}"]),
+}
+
+
+def _resolve(ref: str, root: dict) -> tuple[dict, dict]:
+    doc, _, fragment = ref.partition("#")
+    target = meta_module._documents()[doc] if doc else root
+    new_root = target
+    for part in fragment.strip("/").split("/") if fragment.strip("/") else []:
+        target = target[part]
+    return target, new_root
+
+
+def _rarely(good, bad):
+    """good, and once in a while bad: a near miss somewhere deep in an otherwise valid meta."""
+    # (a value inside the range: hypothesis draws the bounds far more often than the rest)
+    return st.integers(0, 40).flatmap(lambda i: bad if i == 17 else good)
+
+
+_STRATEGIES: dict = {}  # by id() of schema and root: only ever the long-lived dicts of _SCHEMAS
+_SCHEMAS = {kind: meta_module._schema(kind) for kind in SCHEMA_KINDS}
+
+
+def from_schema(schema, root, depth=0):
+    """Instances valid for schema, except for a rare near miss here and there."""
+    key = (id(schema), id(root), depth)
+    if key not in _STRATEGIES:
+        _STRATEGIES[key] = _from_schema(schema, root, depth)
+    return _STRATEGIES[key]
+
+
+def _from_schema(schema, root, depth):
+    if schema is True or schema == {} or depth > 6 or set(schema) <= fastvalid.ANNOTATIONS:
+        return json_values
+    if schema is False:
+        return st.nothing()
+    if "$ref" in schema:
+        target, target_root = _resolve(schema["$ref"], root)
+        return from_schema(target, target_root, depth + 1)
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            return st.one_of([from_schema(sub, root, depth + 1) for sub in schema[key]])
+    if "enum" in schema:
+        return _rarely(st.sampled_from(schema["enum"]), st.sampled_from([None, 1, "Model", schema["enum"][0] + " "]))
+    if "const" in schema:
+        return _rarely(st.just(schema["const"]), st.sampled_from(["other", None]))
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else types or []
+    if not types and "properties" in schema or "additionalProperties" in schema:
+        types = ["object"]
+    if not types and "format" in schema:
+        types = ["string"]
+    options = []
+    for t in types:
+        if t == "string":
+            if "pattern" in schema:
+                options.append(_rarely(st.from_regex(schema["pattern"], fullmatch=True), st.text(max_size=8) | st.just(1)))
+            elif "format" in schema:
+                good, bad = FORMAT_EXAMPLES[schema["format"]]
+                options.append(_rarely(st.sampled_from(good), st.sampled_from(bad + [None, 7])))
+            else:
+                options.append(_rarely(st.text(max_size=8), json_scalars))
+        elif t in ("integer", "number"):
+            low = schema.get("minimum", schema.get("exclusiveMinimum"))
+            strict = "exclusiveMinimum" in schema
+            lowest = None if low is None else low + (1 if strict else 0)
+            ints = st.integers(min_value=lowest, max_value=10**6)
+            if t == "integer":
+                good = ints | st.sampled_from([v for v in (3.0, 2**53) if lowest is None or v >= lowest])
+            else:
+                good = ints | st.floats(min_value=low, max_value=1e6, exclude_min=strict, allow_nan=False)
+            bad = st.sampled_from([True, False, "1", 0.5, None] + ([low - 1, low] if low is not None else []))
+            options.append(_rarely(good, bad))
+        elif t == "boolean":
+            options.append(_rarely(st.booleans(), st.sampled_from([0, 1, "true"])))
+        elif t == "null":
+            options.append(st.none())
+        elif t == "array":
+            items = from_schema(schema.get("items", {}), root, depth + 1)
+            low = schema.get("minItems", 0)
+            if schema.get("uniqueItems"):
+                lists = st.lists(items, min_size=low, max_size=4, unique_by=lambda x: json.dumps(x, sort_keys=True))
+            else:
+                lists = st.lists(items, min_size=low, max_size=4)
+            options.append(_rarely(lists, st.just([]) if low else json_values))
+        elif t == "object":
+            options.append(_objects(schema, root, depth))
+    if not options:
+        return json_values
+    return st.one_of(options)
+
+
+def _objects(schema, root, depth):
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    extra = schema.get("additionalProperties", True)
+    names = schema.get("propertyNames")
+    key_strategy = from_schema(names, root, depth + 1).filter(lambda k: isinstance(k, str)) if names else json_keys
+
+    @st.composite
+    def build(draw):
+        out = {}
+        for name, sub in props.items():
+            if name in required or draw(st.integers(0, 2)) == 0:
+                if name not in required or draw(st.integers(0, 60)) != 23:  # rarely a required one is missing
+                    out[name] = draw(from_schema(sub, root, depth + 1))
+        if "^x-" in schema.get("patternProperties", {}) and draw(st.integers(0, 4)) == 0:
+            out["x-" + draw(st.text(max_size=4))] = draw(json_values)
+        if extra is not False:
+            for _ in range(draw(st.integers(0, 2))):
+                key = draw(key_strategy)
+                if key not in props:
+                    out[key] = draw(from_schema(extra, root, depth + 1) if extra is not True else json_values)
+        elif draw(st.integers(0, 40)) == 17:
+            out[draw(json_keys)] = draw(json_values)  # rarely an unknown field
+        return out
+
+    return _rarely(build(), json_scalars)
+
+
+def jsonschema_says_valid(kind: str, instance) -> bool:
+    return next(iter(meta_module._validator(kind).iter_errors(instance)), None) is None
+
+
+@st.composite
+def generated_metas(draw):
+    kind = draw(st.sampled_from(SCHEMA_KINDS))
+    schema = _SCHEMAS[kind]
+    m = draw(from_schema(schema, schema))
+    if isinstance(m, dict) and draw(st.integers(0, 3)) == 0:  # mutate a few places, deep or not
+        for _ in range(draw(st.integers(1, 3))):
+            node = m
+            while isinstance(node, (dict, list)) and node and draw(st.booleans()):
+                slot = draw(st.sampled_from(sorted(node)) if isinstance(node, dict) else st.integers(0, len(node) - 1))
+                if isinstance(node[slot], (dict, list)) and node[slot]:
+                    node = node[slot]
+                    continue
+                node[slot] = draw(json_values)
+                break
+            else:
+                if isinstance(node, dict) and node:
+                    del node[draw(st.sampled_from(sorted(node)))]
+    return kind, m
+
+
+def test_every_shipped_schema_has_a_fast_validator():
+    for kind in SCHEMA_KINDS:
+        assert meta_module._fast_validator(kind) is not None, kind
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(generated_metas())
+def test_fast_validator_agrees_with_jsonschema_on_generated_metas(case):
+    kind, m = case
+    assert meta_module._fast_validator(kind).is_valid(m) == jsonschema_says_valid(kind, m), (kind, m)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_metas())
+def test_fast_validator_agrees_with_jsonschema_on_mutated_metas(case):
+    kind, m, _ = case
+    assert meta_module._fast_validator(kind).is_valid(m) == jsonschema_says_valid(kind, m), (kind, m)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SCHEMA_KINDS), json_values)
+def test_fast_validator_agrees_with_jsonschema_on_any_json(kind, value):
+    assert meta_module._fast_validator(kind).is_valid(value) == jsonschema_says_valid(kind, value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fast_validator_accepts_the_examples_and_shipped_metas(kind):
+    assert meta_module._fast_validator(kind).is_valid(VALID[kind])
+    for path in Path(SCHEMA_DIR).parents[2].glob(f"*/{kind}/*/*/meta.json"):
+        assert meta_module._fast_validator(kind).is_valid(json.loads(path.read_text())), path
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (1, True, False), (0, False, False), (1, 1.0, True), ([1, [True]], [1.0, [True]], True),
+    ({"a": 1}, {"a": True}, False), ("1", 1, False), (None, None, True), ([], {}, False),
+])
+def test_equality_follows_json_schema(a, b, same):
+    assert fastvalid.equal(a, b) is same
+    assert fastvalid.unique([a, b]) is not same
+
+
+def test_unknown_keywords_are_left_to_jsonschema():
+    for schema in ({"type": "string", "maxLength": 3}, {"$ref": "#/$defs/nothing"}, {"type": "strnig"},
+                   {"$ref": "other.json#/x"}, {"properties": {"a": {"not": {}}}}):
+        with pytest.raises(fastvalid.Unsupported):
+            fastvalid.Validator(schema, {}, {})
+
+
+def test_validate_imports_jsonschema_only_for_invalid_metas(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from cr.store.meta import validate, validate_repo_meta\n"
+        f"valid = json.loads({json.dumps(json.dumps(VALID))})\n"
+        "assert all(validate(m) == [] for m in valid.values())\n"
+        "assert validate_repo_meta({'name': 'r', 'uid': '0123456789abcdef', 'version': '1.0.0'}) == []\n"
+        "assert 'jsonschema' not in sys.modules\n"
+        "bad = dict(valid['model'], uid='NOT-HEX')\n"
+        "assert [p.pointer for p in validate(bad)] == ['/uid']\n"
+        "assert 'jsonschema' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

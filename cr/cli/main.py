@@ -7,12 +7,34 @@ from __future__ import annotations
 
 import sys
 
-import click
 
-from ..__about__ import __version__
-from ..errors import CRError
-from ..events import Reporter, set_reporter
-from . import output
+def _version_fast_path() -> None:
+    """`cr --version` (the console script or python -m cr) answers before click and the
+    rest of the CLI are imported: it then costs hardly more than starting Python."""
+    import os
+
+    if sys.argv[1:] != ["--version"] or not sys.argv[0]:
+        return
+    program = os.path.basename(sys.argv[0])
+    if program in ("cr", "cr.exe", "cr-script.py") or (
+        program == "__main__.py" and os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0]))) == "cr"
+    ):
+        from ..__about__ import __version__
+
+        sys.stdout.write(f"cr (reefkit) {__version__}\n")
+        sys.stdout.flush()
+        raise SystemExit(0)
+
+
+if __name__ == "cr.cli.main":
+    _version_fast_path()
+
+import click  # noqa: E402
+
+from ..__about__ import __version__  # noqa: E402
+from ..errors import CRError  # noqa: E402
+from ..events import Reporter, set_reporter  # noqa: E402
+from . import output  # noqa: E402
 
 
 class CLIReporter(Reporter):
@@ -49,11 +71,12 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
 
 
 def _register_commands() -> None:
-    from . import components, platform, repos, resolve, software
+    from . import actions, components, platform, repos, resolve, software
 
     for command in (
         components.find, components.show, components.new, components.check, components.hash_,
         repos.repo, platform.platform_, software.detect, software.install, software.env, resolve.resolve,
+        actions.benchmark,
     ):
         cli.add_command(command)
     software.env.add_command(resolve.exec_)

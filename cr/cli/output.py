@@ -1,4 +1,4 @@
-"""Rendering for the CLI: JSON, rich tables, warnings. rich is imported only when a table is drawn."""
+"""Rendering for the CLI: JSON, tables, warnings. rich is imported only when a table is drawn on a terminal."""
 from __future__ import annotations
 
 import json
@@ -14,30 +14,54 @@ def emit_json(data) -> None:
 def _console(stderr: bool = False):
     from rich.console import Console
 
-    import shutil
-
-    width = None if sys.stdout.isatty() else max(shutil.get_terminal_size((160, 24)).columns, 160)
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def table(columns: list[str], rows: list[list], title: str | None = None, empty: str = "nothing found") -> None:
-    """A rich table on stdout; a plain line when there are no rows."""
+    """A table on stdout (rich on a terminal, plain aligned text otherwise); a line on stderr when there are no rows."""
     if not rows:
         click.echo(empty, err=True)
         return
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if not sys.stdout.isatty():
+        click.echo(plain_table(columns, cells, title))
+        return
     from rich.table import Table
 
+    console = _console()
     t = Table(title=title, show_edge=False, header_style="bold", pad_edge=False, box=None)
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    widths = [max([len(col)] + [len(r[i]) for r in cells]) for i, col in enumerate(columns)]
+    # what the identifiers leave to the last column (rich would rather drop a whole
+    # column than cut one that may not wrap)
+    room = console.width - sum(widths[:-1]) - 2 * (len(columns) - 1)
     for i, col in enumerate(columns):
         last = i == len(columns) - 1
         # Identifiers never wrap or shrink (they are copied into the next command); the
         # last, free-text column gives way and is cut with an ellipsis.
-        width = max([len(col)] + [len(r[i]) for r in cells])
-        t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=10 if last else width)
+        t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=10 if last else widths[i],
+                     max_width=max(10, room) if last else None)
     for row in cells:
         t.add_row(*row)
-    _console().print(t)
+    console.print(t)
+
+
+def plain_table(columns: list[str], cells: list[list[str]], title: str | None = None) -> str:
+    """The same columns as the rich table, as plain text: what a pipe or a file gets.
+
+    Drawing thousands of rows with rich costs seconds, and a script reading the output
+    wants neither styles nor a description cut to a guessed width: columns are aligned,
+    two spaces apart, nothing is truncated and trailing blanks are stripped.
+    """
+    widths = [max([len(col)] + [len(r[i]) for r in cells]) for i, col in enumerate(columns)]
+    last = len(columns) - 1
+
+    def line(values) -> str:
+        return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+
+    out = [title] if title else []
+    out.append(line(columns))
+    out.extend(line(r) for r in cells)
+    return "\n".join(out)
 
 
 def warn(message: str) -> None:

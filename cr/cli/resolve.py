@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import click
@@ -42,6 +41,8 @@ def resolve(ref, python, out, platform_root, as_json):
 
 
 def _run_in(ref_or_lock: str, command: list[str], python: str | None) -> int:
+    import subprocess  # only here: keeps the CLI's start-up (every command) lighter
+
     from ..api import env_for
 
     _, env = env_for(ref_or_lock, python=python)

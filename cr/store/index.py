@@ -1,8 +1,10 @@
 """The persistent search index: SQLite in CR_HOME, refreshed incrementally.
 
-Each refresh walks the registered repositories and stats every meta file; only files
+Each refresh walks the registered repositories (or, for a query of one kind or one
+component, only the directories that can hold it) and stats every meta file; only files
 whose (mtime, size) changed since they were indexed are read and validated, so a warm
-index over thousands of components costs a directory walk and no JSON parsing.
+index over thousands of components costs a directory walk and no JSON parsing. Files
+that were modified just before they were indexed are re-read and re-hashed (see RACY_NS).
 Metas that fail to parse or validate are indexed too, with their error, so that they
 are reported (as warnings naming the file) without being re-read on every call.
 
@@ -15,19 +17,22 @@ import functools
 import json
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidMeta, StoreError
 from ..events import reporter
-from .meta import load_json, schema_fingerprint, validate
+from .meta import decode_json_bytes, load_json, parse_json_text, read_bytes, schema_fingerprint, validate
 from .repository import Repo
 
 INDEX_FILE = "index.sqlite"
-INDEX_FORMAT = "1"
-# Files modified this recently may change again within the file system's timestamp
-# granularity without their (mtime, size) changing; they are re-read next time.
+INDEX_FORMAT = "2"
+# A file modified this recently before it was indexed ('racy') may change again within
+# the file system's timestamp granularity without its (mtime, size) changing: the next
+# refresh reads it again and compares the sha256 of its bytes (parsing it only if they
+# changed), until one finds it older than this.
 RACY_NS = 2_000_000_000
 
 _SCHEMA = """
@@ -36,6 +41,8 @@ CREATE TABLE IF NOT EXISTS entries (
     repo TEXT NOT NULL,
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    racy INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
     kind TEXT, name TEXT, version TEXT, uid TEXT,
     tags TEXT NOT NULL DEFAULT '',
     description TEXT NOT NULL DEFAULT '',
@@ -45,8 +52,12 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_kind_name ON entries(kind, name);
 CREATE INDEX IF NOT EXISTS entries_repo ON entries(repo);
 CREATE INDEX IF NOT EXISTS entries_uid ON entries(uid);
+CREATE INDEX IF NOT EXISTS entries_invalid ON entries(path) WHERE error IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_racy ON entries(path) WHERE racy;
+CREATE INDEX IF NOT EXISTS entries_stat ON entries(path, repo, mtime_ns, size);
 CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (tag, path)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
+CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, racy INTEGER NOT NULL, names TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -92,25 +103,47 @@ class Component:
 
 @dataclass
 class RefreshStats:
+    """scanned: metas stat'ed; parsed: read and validated (new or changed); rehashed: racy
+    ones read again to compare their sha256 (they count as parsed only if it changed);
+    removed: gone from disk; invalid: parsed ones that failed."""
+
     scanned: int = 0
     parsed: int = 0
     removed: int = 0
     invalid: int = 0
+    rehashed: int = 0
 
 
-def _parse(meta_path: str, repo: Repo) -> tuple[dict | None, str | None]:
-    """(meta, None) for a valid meta, (meta or None, 'first problem (+N more)') otherwise."""
+def _read(meta_path: str) -> tuple[bytes | None, str | None]:
+    """(bytes, None), or (None, error) when the file cannot be read."""
     try:
-        meta = load_json(Path(meta_path))
+        return read_bytes(Path(meta_path)), None
     except InvalidMeta as exc:
         return None, exc.message
+
+
+def _digest(data: bytes | None) -> bytes:
+    import hashlib  # only where a meta is read: a warm refresh reads none
+
+    return hashlib.sha256(data).digest() if data is not None else b""
+
+
+def _parse(meta_path: str, repo: Repo, data: bytes | None, read_error: str | None = None) -> tuple[dict | None, str | None, str | None]:
+    """(meta, its JSON text, None) for a valid meta; (meta or None, None, 'first problem (+N more)') otherwise."""
+    if data is None:
+        return None, None, read_error
+    try:
+        text = decode_json_bytes(data, meta_path)
+        meta = parse_json_text(text, meta_path)
+    except InvalidMeta as exc:
+        return None, None, exc.message
     problems = validate(meta, meta_path, kind=repo.kind if repo.layout == "name" else None)
     if not problems:
         problems = _placement_problems(meta, meta_path, repo)
     if problems:
         more = f" (+{len(problems) - 1} more: cr check {meta_path})" if len(problems) > 1 else ""
-        return meta, f"{problems[0]}{more}"
-    return meta, None
+        return meta, None, f"{problems[0]}{more}"
+    return meta, text, None
 
 
 def _placement_problems(meta: dict, meta_path: str, repo: Repo) -> list[str]:
@@ -120,6 +153,53 @@ def _placement_problems(meta: dict, meta_path: str, repo: Repo) -> list[str]:
         rel = expected.relative_to(repo.path)
         return [f"{meta_path}: /: kind/name/version say it belongs at {rel}"]
     return []
+
+
+class _Listings:
+    """Directory listings remembered in the index (table dirs), for Repo.scan(listdir=...).
+
+    Listing a directory costs several system calls, a stat one: a directory whose inode,
+    mtime and ctime are what they were when it was listed holds the same entries (adding,
+    removing or renaming an entry changes the directory's mtime and ctime, and neither
+    can be set back: utime() sets the ctime to now). Like files, a directory that changed
+    shortly before it was listed is 'racy' and listed again until a listing finds it older.
+    The metas themselves are still stat'ed every time: only listings are remembered.
+    """
+
+    def __init__(self, rows, now: int):
+        self.known: dict[str, tuple[str, int, str]] = {path: (stamp, racy, names) for path, stamp, racy, names in rows}
+        self.now = now
+        self.updates: dict[str, tuple[str, int, str]] = {}
+        self.gone: list[str] = []  # directories (with everything under them) no longer there
+
+    def __call__(self, path: str) -> list[str]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            if path in self.known:
+                self.gone.append(path)
+            return []
+        if not stat.S_ISDIR(st.st_mode):
+            return []
+        stamp = f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+        old = self.known.get(path)
+        prefix = path + os.sep
+        if old is not None and old[0] == stamp and not old[1]:
+            return [prefix + n for n in old[2].split("/")] if old[2] else []
+        try:
+            with os.scandir(path) as it:
+                # symlinks too: one to a directory that does not exist yet must be seen
+                # once it does, without its parent changing
+                names = sorted(e.name for e in it if not e.name.startswith(".") and (e.is_dir() or e.is_symlink()))
+        except OSError:
+            names = []
+        racy = int(self.now - max(st.st_mtime_ns, st.st_ctime_ns) <= RACY_NS)
+        joined = "/".join(names)
+        if old != (stamp, racy, joined):
+            self.updates[path] = self.known[path] = (stamp, racy, joined)
+            if old is not None and old[2]:
+                self.gone.extend(prefix + n for n in set(old[2].split("/")).difference(names))
+        return [prefix + n for n in names]
 
 
 def _recovering(method):
@@ -192,6 +272,7 @@ class Index:
                 if _stored_fingerprint(db) != fingerprint:  # another process may have done it
                     db.execute("DROP TABLE IF EXISTS entries")
                     db.execute("DROP TABLE IF EXISTS tags")
+                    db.execute("DROP TABLE IF EXISTS dirs")
                     for stmt in _SCHEMA.split(";"):
                         if stmt.strip():
                             db.execute(stmt)
@@ -200,63 +281,135 @@ class Index:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        db.execute("PRAGMA synchronous = NORMAL")
+        # The index is a cache: a crash or power loss that damages it costs a rebuild
+        # (see _rebuild), never data. Without fsyncs, bulk `cr new` stays fast.
+        db.execute("PRAGMA synchronous = OFF")
+        self._file_id = _file_id(self.path)
         return db
 
     def close(self) -> None:
         self.db.close()
 
+    def is_current(self) -> bool:
+        """False once the index file this connection opened was deleted or replaced
+        (rebuilt by another process, say): a long-lived Index must then be opened again."""
+        return self._file_id is not None and _file_id(self.path) == self._file_id
+
     # -- refreshing ----------------------------------------------------------------
     @_recovering
-    def refresh(self) -> RefreshStats:
-        """Bring the index up to date with the repositories; parses only changed metas."""
-        return self._refresh()
+    def refresh(self, kind: str | None = None, name: str | None = None) -> RefreshStats:
+        """Bring the index up to date with the repositories; parses only changed metas.
 
-    def _refresh(self) -> RefreshStats:
+        With kind, only what a query for that kind can return is brought up to date: the
+        <repo>/<kind>/ directories (<repo>/<kind>/<name>/ with name too) and the 'name'
+        layout repositories that hold that kind (<repo>/<name>/ with name). Without kind,
+        everything (name alone is ignored).
+        """
+        return self._refresh(kind, name)
+
+    def _prefixes(self, kind: str | None, name: str | None) -> list[str] | None:
+        """Path prefixes of the metas a refresh for (kind, name) covers; None for all of them."""
+        if kind is None:
+            return None
+        return [p for p in (repo.scope(kind, name) for repo in self.repos) if p is not None]
+
+    def _rows_under(self, columns: str, prefixes: list[str] | None, where: str = "1") -> list[tuple]:
+        """Rows whose path starts with one of prefixes (all rows for None): ranges on the primary key."""
+        if prefixes is None:
+            return self.db.execute(f"SELECT {columns} FROM entries WHERE {where}").fetchall()
+        rows = []
+        for prefix in dict.fromkeys(prefixes):
+            upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            rows += self.db.execute(
+                f"SELECT {columns} FROM entries WHERE path >= ? AND path < ? AND {where}", (prefix, upper)
+            ).fetchall()
+        return rows
+
+    def _refresh(self, kind: str | None = None, name: str | None = None) -> RefreshStats:
         stats = RefreshStats()
         now = time.time_ns()
-        known_rows = self.db.execute("SELECT path, repo, mtime_ns, size FROM entries").fetchall()
-        known = {path: (repo, mtime, size) for path, repo, mtime, size in known_rows}
+        prefixes = self._prefixes(kind, name)
+        # what each meta was when indexed, as 'repo|mtime|size' (one string: thousands of
+        # rows are fetched on every refresh); racy ones with the sha256 of their bytes
+        known = dict(self._rows_under("path, repo || '|' || mtime_ns || '|' || size", prefixes))
+        racy_digests = dict(self._rows_under("path, sha256", prefixes, "racy"))
+        listings = _Listings(self._dirs_under(prefixes), now)
         seen: set[str] = set()
         changed: list[tuple[Repo, str, os.stat_result]] = []
+        racy: list[tuple[Repo, str, os.stat_result, bytes]] = []
         for repo in self.repos:
-            for meta_path, st in repo.scan():
+            repo_name = repo.name
+            for meta_path, st in repo.scan(kind, name, listings) if kind is not None else repo.scan(listdir=listings):
                 if meta_path in seen:
                     continue  # the same directory registered twice: first (higher precedence) wins
                 seen.add(meta_path)
-                stats.scanned += 1
-                old = known.get(meta_path)
-                if old is None or old != (repo.name, st.st_mtime_ns, st.st_size):
+                if known.get(meta_path) != f"{repo_name}|{st.st_mtime_ns}|{st.st_size}":
                     changed.append((repo, meta_path, st))
+                elif meta_path in racy_digests:
+                    racy.append((repo, meta_path, st, racy_digests[meta_path]))
+        stats.scanned = len(seen)
         gone = [p for p in known if p not in seen]
-        if changed or gone:
-            rows = []
-            for repo, meta_path, st in changed:
-                meta, error = _parse(meta_path, repo)
-                mtime = st.st_mtime_ns if now - st.st_mtime_ns > RACY_NS else -1
-                rows.append((repo, meta_path, mtime, st.st_size, meta, error))
-                stats.parsed += 1
-                stats.invalid += error is not None
-            self._write(rows, gone)
+        rows, settled = [], []
+        for repo, meta_path, st, digest in racy:
+            # (mtime, size) unchanged, but it was indexed right after it was written
+            stats.rehashed += 1
+            data, read_error = _read(meta_path)
+            if data is not None and _digest(data) == digest:
+                if now - st.st_mtime_ns > RACY_NS:
+                    settled.append(meta_path)  # read again once old enough: trusted from now on
+                continue
+            changed.append((repo, meta_path, st))
+        for repo, meta_path, st in changed:
+            data, read_error = _read(meta_path)
+            meta, text, error = _parse(meta_path, repo, data, read_error)
+            rows.append((repo, meta_path, st, now, _digest(data), meta, text, error))
+            stats.parsed += 1
+            stats.invalid += error is not None
+        if rows or gone or settled or listings.updates or listings.gone:
+            self._write(rows, gone, settled, listings)
             stats.removed = len(gone)
         return stats
 
-    def _write(self, rows, gone) -> None:
+    def _dirs_under(self, prefixes: list[str] | None) -> list[tuple]:
+        """Remembered listings of the directories a refresh for prefixes walks (all for None)."""
+        if prefixes is None:
+            return self.db.execute("SELECT path, stamp, racy, names FROM dirs").fetchall()
+        rows = []
+        for prefix in dict.fromkeys(prefixes):
+            upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            rows += self.db.execute(
+                "SELECT path, stamp, racy, names FROM dirs WHERE path = ? OR (path >= ? AND path < ?)",
+                (prefix[:-1], prefix, upper),
+            ).fetchall()
+        return rows
+
+    def _write(self, rows, gone, settled=(), listings: _Listings | None = None) -> None:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             for path in gone:
                 db.execute("DELETE FROM entries WHERE path = ?", (path,))
                 db.execute("DELETE FROM tags WHERE path = ?", (path,))
-            for repo, meta_path, mtime, size, meta, error in rows:
-                self._upsert(repo, meta_path, mtime, size, meta, error)
+            for row in rows:
+                self._upsert(*row)
+            db.executemany("UPDATE entries SET racy = 0 WHERE path = ?", [(p,) for p in settled])
+            if listings is not None:
+                for path in listings.gone:
+                    below = path + os.sep
+                    db.execute("DELETE FROM dirs WHERE path = ? OR (path >= ? AND path < ?)",
+                               (path, below, below[:-1] + chr(ord(below[-1]) + 1)))
+                db.executemany(
+                    "INSERT OR REPLACE INTO dirs VALUES (?, ?, ?, ?)",
+                    [(path, *value) for path, value in listings.updates.items()],
+                )
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:  # SQLite may already have rolled back (e.g. on a damaged file)
                 db.execute("ROLLBACK")
             raise
 
-    def _upsert(self, repo: Repo, meta_path: str, mtime: int, size: int, meta: dict | None, error: str | None):
+    def _upsert(self, repo: Repo, meta_path: str, st: os.stat_result, now: int, digest: bytes,
+                meta: dict | None, text: str | None, error: str | None):
         meta = meta if isinstance(meta, dict) else {}
         good = error is None
 
@@ -267,25 +420,34 @@ class Index:
         kind = field("kind") or (repo.kind if repo.layout == "name" else None)
         tags = [t for t in meta.get("tags", []) if isinstance(t, str)] if good else []
         self.db.execute(
-            "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO entries (path, repo, mtime_ns, size, racy, sha256, kind, name, version, uid, "
+            "tags, description, meta, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                meta_path, repo.name, mtime, size,
+                meta_path, repo.name, st.st_mtime_ns, st.st_size, int(now - st.st_mtime_ns <= RACY_NS), digest,
                 kind, field("name"), field("version"), field("uid"),
                 ",".join(tags), field("description") or "",
-                json.dumps(meta) if good else None, error,
+                (text if text is not None else json.dumps(meta)) if good else None, error,
             ),
         )
         self.db.execute("DELETE FROM tags WHERE path = ?", (meta_path,))
         self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", [(meta_path, t) for t in tags])
 
     @_recovering
-    def add(self, repo: Repo, meta_path: Path) -> None:
-        """Index one just-written meta without walking anything (used by `cr new`)."""
+    def add(self, repo: Repo, meta_path: Path, meta: dict | None = None, data: bytes | None = None) -> None:
+        """Index one just-written meta without walking anything (used by `cr new`).
+
+        meta and data: what the caller wrote there (meta already validated and placed by
+        it, data its bytes); without them the file is read and validated. Just written, it
+        is recorded as racy: the next refresh compares the file's sha256 with data's.
+        """
         path = str(meta_path)
         st = os.stat(path)
-        meta, error = _parse(path, repo)
-        mtime = st.st_mtime_ns if time.time_ns() - st.st_mtime_ns > RACY_NS else -1
-        self._write([(repo, path, mtime, st.st_size, meta, error)], [])
+        if meta is None or data is None:
+            data, read_error = _read(path)
+            meta, text, error = _parse(path, repo, data, read_error)
+        else:
+            text, error = data.decode("utf-8"), None
+        self._write([(repo, path, st, time.time_ns(), _digest(data), meta, text, error)], [])
 
     # -- querying ------------------------------------------------------------------
     @_recovering
@@ -301,9 +463,12 @@ class Index:
         """Valid components matching every filter, in precedence order (repo rank, then newest)."""
         sql = ["SELECT kind, name, version, uid, repo, path, tags, description FROM entries WHERE error IS NULL"]
         args: list = []
+        # With tags, the rows come from the tags table ('+' keeps SQLite from scanning
+        # every row of the kind through its index instead).
+        plus = "+" if tags else ""
         for column, value in (("kind", kind), ("name", name), ("repo", repo), ("uid", uid)):
             if value is not None:
-                sql.append(f"AND {column} = ?")
+                sql.append(f"AND {plus}{column} = ?")
                 args.append(value)
         for tag in tags:
             sql.append("AND path IN (SELECT path FROM tags WHERE tag = ?)")
@@ -325,10 +490,13 @@ class Index:
         return json.loads(row[0]) if row and row[0] else component.load_meta()
 
     @_recovering
-    def invalid(self) -> list[tuple[str, str, str]]:
-        """(repo, meta path, error) of every meta that failed to parse or validate."""
-        rows = self.db.execute("SELECT repo, path, error FROM entries WHERE error IS NOT NULL ORDER BY path")
-        return [(r, p, e) for r, p, e in rows if r in self.rank]
+    def invalid(self, kind: str | None = None, name: str | None = None) -> list[tuple[str, str, str]]:
+        """(repo, meta path, error) of every meta that failed to parse or validate.
+
+        With kind (and name): only those under the directories refresh(kind, name) covers.
+        """
+        rows = self._rows_under("repo, path, error", self._prefixes(kind, name), "error IS NOT NULL")
+        return sorted(((r, p, e) for r, p, e in rows if r in self.rank), key=lambda row: row[1])
 
     @_recovering
     def duplicates(self) -> list[tuple[str, list[Component]]]:
@@ -353,6 +521,14 @@ class Index:
         return groups
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _stored_fingerprint(db: sqlite3.Connection) -> str | None:
     try:
         row = db.execute("SELECT value FROM info WHERE key = 'fingerprint'").fetchone()
@@ -364,10 +540,36 @@ def _stored_fingerprint(db: sqlite3.Connection) -> str | None:
 
 
 def sort_components(components: list[Component], rank: dict[str, int]) -> list[Component]:
-    """Order by kind, name, then newest version first, then repo precedence (deterministic)."""
-    from .refs import parse_version
+    """Order by kind, name, then newest version first, then repo precedence (deterministic).
 
-    components.sort(key=lambda c: (rank.get(c.repo, 1 << 30), str(c.meta_path)))
-    components.sort(key=lambda c: parse_version(c.version), reverse=True)
-    components.sort(key=lambda c: (c.kind, c.name))
+    Versions are parsed (and packaging imported) only for names found in several versions.
+    """
+    groups: dict[tuple[str, str], int] = {}
+    for c in components:
+        groups[c.kind, c.name] = groups.get((c.kind, c.name), 0) + 1
+    if any(n > 1 for n in groups.values()):
+        from .refs import parse_version
+
+        def newest(c: Component):
+            return _Newest(parse_version(c.version)) if groups[c.kind, c.name] > 1 else 0
+    else:
+        def newest(c: Component):
+            return 0
+    # (newest(c) is only ever compared between components of one kind and name)
+    components.sort(key=lambda c: (c.kind, c.name, newest(c), rank.get(c.repo, 1 << 30), str(c.meta_path)))
     return components
+
+
+class _Newest:
+    """A version that sorts newest first."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, version):
+        self.version = version
+
+    def __eq__(self, other) -> bool:
+        return self.version == other.version
+
+    def __lt__(self, other) -> bool:
+        return other.version < self.version

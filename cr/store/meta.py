@@ -32,15 +32,29 @@ class Problem:
 
 def load_json(path: Path) -> dict:
     """Parse a JSON object from path; InvalidMeta names the file, line and column on failure."""
+    return parse_json_text(decode_json_bytes(read_bytes(path), str(path)), str(path))
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a meta file; InvalidMeta naming the file when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            return f.read()
     except FileNotFoundError:
         raise InvalidMeta(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidMeta(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InvalidMeta(f"{path}: cannot read ({exc.strerror})") from None
-    return parse_json_text(text, str(path))
+
+
+def decode_json_bytes(data: bytes, where: str) -> str:
+    """UTF-8 text with universal newlines (as a text-mode read gives), or InvalidMeta."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMeta(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def parse_json_text(text: str, where: str) -> dict:
@@ -124,32 +138,78 @@ _FORMAT_TEXT = {
 }
 
 
+_FORMATS = {
+    "pep440-version": _is_pep440,
+    "component-ref": _is_ref,
+    "requirement": _is_requirement,
+    "pep508-marker": _is_marker,
+    "relative-path": _is_relative_path,
+    "regex": _is_regex,
+}
+
+
+@lru_cache(maxsize=None)
+def _schema_file(name: str) -> dict:
+    """A schema file of SCHEMA_DIR, parsed once per process (never modified by its users)."""
+    return json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
+
+
+def _schema_files() -> list[Path]:
+    return sorted(p for p in SCHEMA_DIR.iterdir() if p.suffix == ".json")
+
+
+@lru_cache(maxsize=None)
+def _documents() -> dict[str, dict]:
+    """Every schema file by file name and by $id: what $refs may name."""
+    docs = {}
+    for schema_file in _schema_files():
+        schema = _schema_file(schema_file.name)
+        docs[schema_file.name] = schema
+        docs[schema["$id"]] = schema
+    return docs
+
+
+def _schema(kind: str) -> dict:
+    return _merged_schema(kind) if kind != "repo" else _schema_file("repo.json")
+
+
 @lru_cache(maxsize=None)
 def _validator(kind: str):
-    # jsonschema is imported here, not at module level: it costs ~0.1 s of start-up,
-    # and only changed or checked metas ever need it.
+    """The jsonschema validator of kind: it words the errors (and `cr check` uses it)."""
+    # jsonschema is imported here, not at module level: it costs ~80 ms of start-up, and
+    # only invalid or checked metas need it (_fast_validator decides validity).
     import jsonschema
     from referencing import Registry, Resource
 
-    resources = []
-    for schema_file in SCHEMA_DIR.glob("*.json"):
-        schema = json.loads(schema_file.read_text(encoding="utf-8"))
-        resources.append((schema_file.name, Resource.from_contents(schema)))
-        resources.append((schema["$id"], Resource.from_contents(schema)))
-    registry = Registry().with_resources(resources)
+    registry = Registry().with_resources((uri, Resource.from_contents(schema)) for uri, schema in _documents().items())
     checker = jsonschema.FormatChecker(formats=())
-    for name, func in (
-        ("pep440-version", _is_pep440),
-        ("component-ref", _is_ref),
-        ("requirement", _is_requirement),
-        ("pep508-marker", _is_marker),
-        ("relative-path", _is_relative_path),
-        ("regex", _is_regex),
-    ):
+    for name, func in _FORMATS.items():
         checker.checks(name)(func)
-    schema = _merged_schema(kind) if kind != "repo" else json.loads((SCHEMA_DIR / "repo.json").read_text(encoding="utf-8"))
+    schema = _schema(kind)
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema, registry=registry, format_checker=checker)
+
+
+@lru_cache(maxsize=None)
+def _fast_validator(kind: str):
+    """A cr.store.fastvalid.Validator for kind, or None if the schema needs jsonschema itself."""
+    from .fastvalid import Unsupported, Validator
+
+    try:
+        return Validator(_schema(kind), _documents(), _FORMATS)
+    except Unsupported:
+        return None
+
+
+def _is_valid_fast(meta: dict, kind: str) -> bool:
+    """True only when meta is certainly valid for kind; False means: ask jsonschema."""
+    fast = _fast_validator(kind)
+    if fast is None:
+        return False
+    try:
+        return fast.is_valid(meta)
+    except RecursionError:  # absurdly deep nesting: jsonschema has the last word
+        return False
 
 
 def _merged_schema(kind: str) -> dict:
@@ -158,8 +218,8 @@ def _merged_schema(kind: str) -> dict:
     Merged here rather than composed with allOf/unevaluatedProperties: with the latter,
     one failing common field makes every field 'unevaluated' and buries the real error.
     """
-    common = json.loads((SCHEMA_DIR / "common.json").read_text(encoding="utf-8"))
-    own = json.loads((SCHEMA_DIR / f"{kind}.json").read_text(encoding="utf-8"))
+    common = _schema_file("common.json")
+    own = _schema_file(f"{kind}.json")
     return {
         "$schema": own["$schema"],
         "$id": own["$id"],
@@ -172,15 +232,19 @@ def _merged_schema(kind: str) -> dict:
     }
 
 
+@lru_cache(maxsize=None)
 def schema_fingerprint() -> str:
-    """A hash of all schema files: the index re-validates everything when it changes."""
-    import hashlib
+    """A hash of all schema files: the index re-validates everything when it changes.
 
-    h = hashlib.sha256()
-    for schema_file in sorted(SCHEMA_DIR.glob("*.json")):
-        h.update(schema_file.name.encode())
-        h.update(schema_file.read_bytes())
-    return h.hexdigest()[:16]
+    Computed once per process: the schemas ship with reefkit and change only with it.
+    (zlib's checksums, not hashlib: importing hashlib costs more than a `cr find`'s query.)"""
+    import zlib
+
+    crc, adler, size = 0, 1, 0
+    for schema_file in _schema_files():
+        for chunk in (schema_file.name.encode(), b"\0", schema_file.read_bytes(), b"\0"):
+            crc, adler, size = zlib.crc32(chunk, crc), zlib.adler32(chunk, adler), size + len(chunk)
+    return f"{crc:08x}{adler:08x}{size:x}"
 
 
 def _pointer(path) -> str:
@@ -233,7 +297,10 @@ def validate_repo_meta(meta: object, file: str = "cr-repo.json") -> list[Problem
     """Problems of a cr-repo.json; a 'name' layout must also say which kind it holds."""
     if not isinstance(meta, dict):
         return [Problem(file, "", f"expected a JSON object, found {type(meta).__name__}")]
-    problems = [Problem(file, *_describe(e)) for e in _validator("repo").iter_errors(meta)]
+    if _is_valid_fast(meta, "repo"):
+        problems = []
+    else:
+        problems = [Problem(file, *_describe(e)) for e in _validator("repo").iter_errors(meta)]
     if meta.get("layout") == "name" and "kind" not in meta:
         problems.append(Problem(file, "", "missing required field 'kind' (a 'name' layout holds one kind)"))
     return sorted(set(problems), key=lambda p: (p.pointer, p.message))
@@ -246,6 +313,8 @@ def validate(meta: object, file: str = "meta.json", kind: str | None = None) -> 
     kind = kind or meta.get("kind")
     if kind not in KINDS:
         return [Problem(file, "/kind", f"expected one of {', '.join(KINDS)}, found {_found(kind)}")]
+    if _is_valid_fast(meta, kind):
+        return []
     problems = []
     for error in _validator(kind).iter_errors(meta):
         pointer, message = _describe(error)

@@ -8,8 +8,7 @@ processes and crashes cannot leave it half-written.
 from __future__ import annotations
 
 import json
-import secrets
-import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import RepoError, StoreError
@@ -26,7 +25,13 @@ BUILTIN_REPOS = (("builtin", "repo"), ("builtin-actions", "actions"), ("builtin-
 
 def builtin_repos() -> list[Repo]:
     """The repositories shipped with reefkit (repo/, actions/, recipes/)."""
-    return [read_repo(data_dir(folder), "builtin", validate=False) for _, folder in BUILTIN_REPOS]
+    return list(_builtin_repos())
+
+
+@lru_cache(maxsize=None)
+def _builtin_repos() -> tuple[Repo, ...]:
+    # read once per process: they ship with reefkit and change only with it
+    return tuple(read_repo(data_dir(folder), "builtin", validate=False) for _, folder in BUILTIN_REPOS)
 
 
 def local_repo_path(home: Path | None = None) -> Path:
@@ -38,6 +43,8 @@ def ensure_local_repo(home: Path | None = None) -> Repo:
     home = home or ensure_home()
     path = local_repo_path(home)
     if not (path / REPO_FILE).is_file():
+        import secrets
+
         meta = {
             "name": LOCAL_REPO,
             "uid": secrets.token_hex(8),
@@ -174,6 +181,8 @@ def unregister(name: str, home: Path | None = None) -> Repo:
     repo = repo_from_meta(gone, Path(gone["path"]), gone.get("origin", "dir"))
     clones = (home / "repos").resolve()
     if repo.origin == "git" and clones in repo.path.resolve().parents:
+        import shutil
+
         shutil.rmtree(repo.path, ignore_errors=True)
     return repo
 
@@ -206,6 +215,8 @@ def init_dir(path: Path, name: str, layout: str = "kind/name/version") -> Repo:
     path = Path(path).expanduser().absolute()
     if (path / REPO_FILE).exists():
         raise RepoError(f"{path} already holds {REPO_FILE}", hint=f"register it with: cr repo add {path}")
+    import secrets
+
     meta = {"name": name, "uid": secrets.token_hex(8), "version": "1.0.0", "layout": layout}
     atomic_write_json(path / REPO_FILE, meta)
     reporter().info(f"created {path / REPO_FILE}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..errors import InvalidMeta, RepoError
 from .meta import load_json, validate_repo_meta
@@ -50,39 +50,75 @@ class Repo:
     def meta_path(self, kind: str, name: str, version: str) -> Path:
         return self.component_dir(kind, name, version) / self.meta_file
 
-    def scan(self) -> Iterator[tuple[str, os.stat_result]]:
+    def scope(self, kind: str, name: str | None = None) -> str | None:
+        """The directory (as a string ending with a separator) under which every meta of kind
+        (and name) in this repo lies, or None when this repo cannot hold that kind.
+
+        A valid meta sits where its kind/name/version say (anything else is 'misplaced'),
+        so a refresh for one kind or one component needs to walk only this directory.
+        """
+        if self.layout == "name":
+            if self.kind is not None and self.kind != kind:
+                return None
+            parts = (name,) if name is not None else ()
+        else:
+            parts = (kind, name) if name is not None else (kind,)
+        return os.path.join(str(self.path), *parts, "")
+
+    def scan(
+        self, kind: str | None = None, name: str | None = None, listdir: Callable[[str], list[str]] | None = None,
+    ) -> Iterator[tuple[str, os.stat_result]]:
         """Yield (meta path, its stat) for every meta file, without parsing any of them.
 
+        With kind (and name), only the metas under scope(kind, name) are yielded.
         Hidden entries (.git, temp dirs) are skipped; an unreadable directory is skipped
         too, since a search must never stop on one bad corner of one repository.
+        listdir(path) lists the sub-directories of path as paths (default: read it); the
+        index passes one that remembers listings (what it yields may also name entries
+        that turn out not to be directories: their meta is simply not found).
         """
-        meta_file = self.meta_file
-        if self.layout == "name":
-            for entry in _dirs(str(self.path)):
-                yield from _stat(entry + os.sep + meta_file)
+        listdir = listdir or _dirs
+        stat, sep, meta_file = os.stat, os.sep, self.meta_file
+        root = str(self.path)
+        if kind is not None and self.scope(kind, name) is None:
             return
-        for kind_dir in _dirs(str(self.path)):
-            if os.path.basename(kind_dir) not in KINDS:
-                continue
-            for name_dir in _dirs(kind_dir):
-                for version_dir in _dirs(name_dir):
-                    yield from _stat(version_dir + os.sep + meta_file)
+        if name is not None and (name.startswith(".") or sep in name or (os.altsep and os.altsep in name)):
+            return  # not a component name: nothing valid can be found under it
+        if self.layout == "name":
+            dirs = [os.path.join(root, name)] if kind is not None and name is not None else listdir(root)
+            for entry in dirs:
+                path = entry + sep + meta_file
+                try:
+                    st = stat(path)
+                except OSError:
+                    continue
+                yield path, st
+            return
+        if kind is not None:
+            kind_dirs = [os.path.join(root, kind)]
+        else:
+            kind_dirs = [d for d in listdir(root) if os.path.basename(d) in KINDS]
+        for kind_dir in kind_dirs:
+            name_dirs = [os.path.join(kind_dir, name)] if kind is not None and name is not None else listdir(kind_dir)
+            for name_dir in name_dirs:
+                for version_dir in listdir(name_dir):
+                    path = version_dir + sep + meta_file
+                    try:
+                        st = stat(path)
+                    except OSError:
+                        continue
+                    yield path, st
 
 
-def _dirs(path: str) -> Iterator[str]:
+def _dirs(path: str) -> list[str]:
+    """The visible sub-directories of path, as sorted paths ([] when it cannot be read)."""
     try:
         with os.scandir(path) as it:
             entries = [e.path for e in it if not e.name.startswith(".") and e.is_dir()]
     except OSError:
-        return
-    yield from sorted(entries)
-
-
-def _stat(path: str) -> Iterator[tuple[str, os.stat_result]]:
-    try:
-        yield path, os.stat(path)
-    except OSError:
-        return
+        return []
+    entries.sort()
+    return entries
 
 
 def read_repo(path: Path, origin: str, validate: bool = True, **extra) -> Repo:
