@@ -1,0 +1,1 @@
+"""Action entries run by the child process: ``module:function(job) -> result dict``."""

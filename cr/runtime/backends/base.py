@@ -1,0 +1,114 @@
+"""The backend contract.
+
+A backend is a class, instantiated with no arguments, then:
+
+    load(model_path, meta, options)   open the model (meta: the model component's meta;
+                                      options: backend options, plus ``threads`` when given)
+    inputs() -> [{"name", "shape", "dtype"}]   what run() expects; a dim that is a str or
+                                      None is dynamic; dtype is a numpy dtype name
+    run(batch) -> outputs             batch: {input name: numpy array}; called in the timed
+                                      loop, so it does nothing but run the model
+    close()                           release the model
+    profile() -> dict | None          optional: what the framework's profiler recorded
+    info() -> dict                    optional: framework name, version, devices used
+
+Subclassing Backend is optional (the registry checks the methods, not the base class); it
+brings option checking (OPTIONS), format checking (FORMATS) and the input check.
+"""
+from __future__ import annotations
+
+from ...errors import CRError
+
+
+class InputMismatch(CRError):
+    """An input the backend was given does not match what the model expects."""
+
+
+class Backend:
+    name = ""
+    #: model formats this backend loads; None means any
+    FORMATS: tuple[str, ...] | None = None
+    #: option name -> what it means; "threads" is always accepted
+    OPTIONS: dict[str, str] = {}
+
+    def load(self, model_path: str | None, meta: dict, options: dict) -> None:
+        raise NotImplementedError
+
+    def inputs(self) -> list[dict]:
+        raise NotImplementedError
+
+    def run(self, batch: dict):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def profile(self) -> dict | None:
+        return None
+
+    def info(self) -> dict:
+        return {}
+
+
+def check_format(backend, meta: dict, ref: str = "the model") -> None:
+    """CRError when the backend cannot load the model's format."""
+    formats = getattr(backend, "FORMATS", None)
+    fmt = meta.get("format")
+    if formats is not None and fmt not in formats:
+        raise CRError(
+            f"backend {getattr(backend, 'name', '?')!r} cannot load {ref}: its format is {fmt or 'not declared'}, "
+            f"the backend loads {', '.join(formats)}",
+            hint="choose a backend for this format, or compile the model to one this backend loads",
+        )
+
+
+def check_options(backend, options: dict) -> None:
+    """CRError naming the unknown options and the known ones."""
+    known = getattr(backend, "OPTIONS", None)
+    if known is None:
+        return
+    unknown = sorted(set(options) - set(known) - {"threads"})
+    if unknown:
+        listing = "; ".join(f"{k}: {v}" for k, v in sorted(known.items())) or "none besides threads"
+        raise CRError(
+            f"backend {getattr(backend, 'name', '?')!r} has no option {', '.join(unknown)}",
+            hint=f"its options: {listing}",
+        )
+
+
+def describe(shape, dtype) -> str:
+    dims = ", ".join("?" if d is None else str(d) for d in shape) if shape is not None else "any shape"
+    return f"{dtype} [{dims}]"
+
+
+def check_inputs(specs: list[dict], batch: dict) -> None:
+    """InputMismatch naming the input, what is expected and what was given.
+
+    Names must match exactly; shapes must have the same rank and agree on every fixed dim
+    (a str or None dim is dynamic); dtypes must be equal.
+    """
+    expected = {s["name"]: s for s in specs}
+    missing = [n for n in expected if n not in batch]
+    extra = [n for n in batch if n not in expected]
+    if missing or extra:
+        raise InputMismatch(
+            "input names do not match the model: "
+            + (f"missing {', '.join(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unexpected {', '.join(extra)}" if extra else ""),
+            hint=f"the model's inputs: {', '.join(expected)}",
+        )
+    for name, spec in expected.items():
+        array = batch[name]
+        shape = spec.get("shape")
+        given_shape, given_dtype = tuple(getattr(array, "shape", ())), str(getattr(array, "dtype", type(array).__name__))
+        ok = given_dtype == spec["dtype"]
+        if shape is not None:
+            ok = ok and len(shape) == len(given_shape) and all(
+                not isinstance(d, int) or d == g for d, g in zip(shape, given_shape)
+            )
+        if not ok:
+            raise InputMismatch(
+                f"input {name!r}: expected {describe(shape, spec['dtype'])}, given {describe(given_shape, given_dtype)}",
+                hint="check the model meta's inputs (shape, dtype) against the model file, and --batch-size",
+            )

@@ -1,0 +1,126 @@
+"""ONNX Runtime backend: CPU, and the CUDA / TensorRT execution providers where present."""
+from __future__ import annotations
+
+from ...errors import CRError
+from .base import Backend, check_inputs
+
+# ONNX tensor element types -> numpy dtype names
+_DTYPES = {
+    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+    "tensor(bfloat16)": "bfloat16", "tensor(int8)": "int8", "tensor(uint8)": "uint8",
+    "tensor(int16)": "int16", "tensor(uint16)": "uint16", "tensor(int32)": "int32",
+    "tensor(uint32)": "uint32", "tensor(int64)": "int64", "tensor(uint64)": "uint64",
+    "tensor(bool)": "bool",
+}
+_LEVELS = ("disable", "basic", "extended", "all")
+_SHORT = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
+
+
+class OnnxruntimeBackend(Backend):
+    name = "onnxruntime"
+    FORMATS = ("onnx",)
+    OPTIONS = {
+        "intra_op_threads": "threads inside one operator (default: threads, else all cores)",
+        "inter_op_threads": "threads across operators (parallel execution mode only)",
+        "graph_optimization_level": "disable, basic, extended or all (default all)",
+        "execution_mode": "sequential (default) or parallel",
+        "providers": "execution providers in order, e.g. [\"cuda\", \"cpu\"]; auto (default): CUDA when present, then CPU",
+        "provider_options": "{provider: {option: value}} passed to those providers",
+        "profile": "true: record ONNX Runtime's profile; the result names its file",
+    }
+
+    def load(self, model_path, meta, options):
+        import onnxruntime as ort
+
+        self._ort = ort
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        threads = options.get("intra_op_threads", options.get("threads"))
+        if threads is not None:
+            so.intra_op_num_threads = int(threads)
+        if options.get("inter_op_threads") is not None:
+            so.inter_op_num_threads = int(options["inter_op_threads"])
+        level = options.get("graph_optimization_level", "all")
+        if level not in _LEVELS:
+            raise CRError(f"onnxruntime option graph_optimization_level is {level!r}", hint=f"use one of {', '.join(_LEVELS)}")
+        so.graph_optimization_level = {
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }[level]
+        mode = options.get("execution_mode", "sequential")
+        if mode not in ("sequential", "parallel"):
+            raise CRError(f"onnxruntime option execution_mode is {mode!r}", hint="use sequential or parallel")
+        so.execution_mode = ort.ExecutionMode.ORT_PARALLEL if mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
+        so.enable_profiling = bool(options.get("profile", False))
+        self._requested = self._providers(options.get("providers", "auto"))
+        provider_options = options.get("provider_options") or {}
+        per_provider = [provider_options.get(p, provider_options.get(_short(p), {})) for p in self._requested]
+        self.session = ort.InferenceSession(model_path, sess_options=so, providers=self._requested, provider_options=per_provider)
+        used = self.session.get_providers()
+        explicit = options.get("providers", "auto") != "auto"
+        lost = [p for p in self._requested if p not in used]
+        if explicit and lost:
+            raise CRError(
+                f"onnxruntime could not start {', '.join(lost)} (session uses {', '.join(used)})",
+                hint="the provider's libraries (CUDA, cuDNN, TensorRT) are probably not loadable; check LD_LIBRARY_PATH",
+            )
+        self._specs = [
+            {"name": i.name, "shape": [d if isinstance(d, int) else None for d in i.shape], "dtype": _DTYPES.get(i.type, i.type)}
+            for i in self.session.get_inputs()
+        ]
+        # Run only the outputs the meta declares (skips e.g. a ZipMap that turns
+        # probabilities into Python dicts), unless it declares names the model lacks.
+        have = [o.name for o in self.session.get_outputs()]
+        declared = [t["name"] for t in meta.get("outputs") or []]
+        self._outputs = declared if declared and all(n in have for n in declared) else None
+        self._profile = so.enable_profiling
+
+    def _providers(self, wanted) -> list[str]:
+        available = self._ort.get_available_providers()
+        if wanted == "auto":
+            chosen = [p for p in ("CUDAExecutionProvider",) if p in available]
+            return chosen + ["CPUExecutionProvider"]
+        if isinstance(wanted, str):
+            wanted = [wanted]
+        chosen = []
+        for p in wanted:
+            full = _SHORT.get(str(p).lower(), p)
+            if full not in available:
+                raise CRError(
+                    f"onnxruntime has no execution provider {p!r} here",
+                    hint=f"available: {', '.join(available)} (CUDA/TensorRT need the onnxruntime-gpu build)",
+                )
+            chosen.append(full)
+        return chosen
+
+    def inputs(self):
+        return self._specs
+
+    def run(self, batch):
+        try:
+            return self.session.run(self._outputs, batch)
+        except Exception:
+            check_inputs(self._specs, batch)  # a clear message when the inputs are at fault
+            raise
+
+    def close(self):
+        self.session = None
+
+    def profile(self):
+        if not self._profile or self.session is None:
+            return None
+        return {"file": self.session.end_profiling()}
+
+    def info(self):
+        return {
+            "framework": "onnxruntime",
+            "version": self._ort.__version__,
+            "providers": self.session.get_providers() if self.session is not None else self._requested,
+            "device": self._ort.get_device(),
+        }
+
+
+def _short(provider: str) -> str:
+    return next((k for k, v in _SHORT.items() if v == provider), provider)

@@ -1,0 +1,101 @@
+"""The child process: ``python -m cr.runtime.child JOB.json RESULT.json``.
+
+Reads the job, imports the action's entry (``module:function``, from the action meta),
+runs it and writes the result JSON atomically; raw latencies go to RESULT.json's
+directory as ``latencies.i64`` (native int64). Every exception becomes a failed result
+({"status": "failed", "error": {"kind": "error", "message", "hint", "type", "traceback"}});
+what cannot be caught (a segfault, os.abort, a hang) is for the parent to notice
+(cr.runtime.host.launch).
+
+The parent starts it through BOOTSTRAP rather than ``-m``: that registers the ``cr``
+package without executing cr/__init__.py, so the measured process holds the runtime
+only (no cr.store, click, jsonschema), and the target interpreter needs no reefkit
+installed: only numpy and its framework.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+LATENCIES_FILE = "latencies.i64"
+
+# argv: CR_PACKAGE_DIR JOB RESULT
+BOOTSTRAP = (
+    "import sys,types\n"
+    "m=types.ModuleType('cr');m.__path__=[sys.argv[1]];m.__file__=None;sys.modules['cr']=m\n"
+    "from cr.runtime.child import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
+
+def _entry(spec: str):
+    module, _, attr = spec.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def execute(job: dict, out_dir: str) -> dict:
+    """Run one job; never raises."""
+    from ..errors import CRError
+
+    started = time.time()
+    try:
+        body = _entry(job["entry"])(job)
+        latencies = body.pop("_latencies", None)
+        result = {"status": "ok", "error": None, **body}
+        if latencies is not None:
+            with open(os.path.join(out_dir, LATENCIES_FILE), "wb") as f:
+                latencies.tofile(f)
+            result["raw"] = {"file": LATENCIES_FILE, "dtype": "int64", "byteorder": sys.byteorder, "count": len(latencies)}
+    except CRError as exc:
+        result = {"status": "failed", "error": {"kind": "error", "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
+    except BaseException as exc:  # a framework's or a backend's own exception: reported, not raised
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        tb = traceback.format_exc()
+        result = {
+            "status": "failed",
+            "error": {
+                "kind": "error", "type": type(exc).__name__, "message": f"{type(exc).__name__}: {exc}",
+                "hint": "the backend or its framework raised this; the traceback is in the result record",
+                "traceback": tb[-4000:],
+            },
+        }
+    result["runtime"] = {
+        "python": sys.version.split()[0], "executable": sys.executable, "pid": os.getpid(),
+        "seconds": time.time() - started,
+    }
+    return result
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m cr.runtime.child JOB.json RESULT.json", file=sys.stderr)
+        return 2
+    job_path, result_path = argv
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    result = execute(job, os.path.dirname(os.path.abspath(result_path)))
+    tmp = result_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f, default=_jsonable)
+    os.replace(tmp, result_path)
+    return 0
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

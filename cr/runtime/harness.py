@@ -1,0 +1,119 @@
+"""The benchmark harness: Settings -> warm-up, one scenario, statistics, validity.
+
+    from cr.runtime.harness import Settings, benchmark
+    result = benchmark(backend, batches, batch_size, Settings(scenario="server", target_qps=200))
+    result.metrics["latency_ns"]["p99"], result.latencies_ns
+
+It works in any process: the child process of ``cr benchmark`` (cr.runtime.actions),
+or the caller's own (tests, benchmarks/bench_harness.py). Inputs arrive pre-built.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from itertools import cycle, islice
+
+from ..errors import CRError
+from . import scenarios, stats
+
+
+@dataclass
+class Settings:
+    """A run's parameters; names match actions/benchmark/meta.json's parameters."""
+
+    scenario: str = "single-stream"
+    min_duration_s: float = 10.0
+    min_queries: int = 1024
+    warmup_queries: int = 100
+    samples_per_query: int = 8  # multi-stream
+    target_qps: float | None = None  # server
+    latency_bound_ms: float | None = None  # server (default 100 ms)
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.scenario not in scenarios.SCENARIOS:
+            raise CRError(f"unknown scenario {self.scenario!r}", hint=f"scenarios: {', '.join(scenarios.SCENARIOS)}")
+        if self.min_queries < 1 or self.min_duration_s < 0 or self.warmup_queries < 0:
+            raise CRError("min_queries must be >= 1, min_duration_s and warmup_queries >= 0")
+        if self.scenario == "server" and not self.target_qps:
+            raise CRError("the server scenario needs a target rate", hint="give --target-qps X (queries per second)")
+        if self.scenario == "multi-stream" and self.samples_per_query < 1:
+            raise CRError("samples_per_query must be >= 1")
+
+    @classmethod
+    def from_params(cls, params: dict) -> "Settings":
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in params.items() if k in known and v is not None})
+
+
+@dataclass
+class Outcome:
+    metrics: dict
+    latencies_ns: object  # array('q')
+
+
+def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Outcome:
+    """Run settings.scenario on backend over the pre-built batches; metrics + raw latencies."""
+    settings.check()
+    if not batches:
+        raise CRError("no input batches to run")
+    run = backend.run
+    min_ns = int(settings.min_duration_s * 1e9)
+    extra: dict = {}
+    if settings.scenario == "multi-stream":
+        calls = -(-settings.samples_per_query // batch_size)
+        feed = cycle(batches)
+        queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(batches))]
+        for query in islice(cycle(queries), settings.warmup_queries):
+            for x in query:
+                run(x)
+        lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns)
+        per_query = calls * batch_size
+    else:
+        for x in islice(cycle(batches), settings.warmup_queries):
+            run(x)
+        per_query = batch_size
+        if settings.scenario == "server":
+            lat, start, end, extra = scenarios.server(run, batches, settings.min_queries, min_ns, settings.target_qps, settings.seed)
+        else:
+            lat, start, end = scenarios.back_to_back(run, batches, settings.min_queries, min_ns)
+    return Outcome(metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings), lat)
+
+
+def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> dict:
+    """The metrics block of a result record."""
+    summary = stats.summarize(m.latencies_ns)
+    noise = stats.noise(summary)
+    out = {
+        "scenario": settings.scenario,
+        "validity": "VALID",
+        "invalid_reasons": [],
+        "queries": m.queries,
+        "samples": m.queries * m.samples_per_query,
+        "samples_per_query": m.samples_per_query,
+        "batch_size": batch_size,
+        "duration_s": m.duration_ns / 1e9,
+        "latency_ns": summary,
+        "throughput": stats.throughput(m.queries, m.queries * m.samples_per_query, m.duration_ns),
+        "noise": noise,
+        "noisy": noise > stats.NOISE_THRESHOLD,
+        "peak_rss_bytes": stats.peak_rss_bytes(),
+        "settings": asdict(settings),
+    }
+    if settings.scenario == "server":
+        bound_ms = settings.latency_bound_ms or 100.0
+        p99_ms = summary["p99"] / 1e6
+        achieved = out["throughput"]["queries_per_s"]
+        out["server"] = {
+            "target_qps": settings.target_qps,
+            "achieved_qps": achieved,
+            "latency_bound_ms": bound_ms,
+            "p99_ms": p99_ms,
+            **m.extra,
+        }
+        if p99_ms > bound_ms:
+            out["validity"] = "INVALID"
+            out["invalid_reasons"].append(
+                f"p99 latency {p99_ms:.3f} ms exceeds the bound of {bound_ms:g} ms at {settings.target_qps:g} queries/s "
+                f"(achieved {achieved:.1f} queries/s)"
+            )
+    return out

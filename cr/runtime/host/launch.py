@@ -1,0 +1,117 @@
+"""Start the runtime child, wait for it, and turn whatever happens into a result.
+
+A framework that segfaults or calls abort(), a child that exits without a result, and a
+child that runs past its timeout all come back as a failed result
+{"status": "failed", "error": {"kind": "crashed" | "timeout" | "error", ...,
+"stderr_tail"}}: never an exception in `cr`. The child runs in its own session, so a
+timeout stops it and anything it started (SIGTERM, then SIGKILL after a grace period).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from array import array
+from pathlib import Path
+
+from ..child import BOOTSTRAP, LATENCIES_FILE
+
+CR_PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
+TAIL_LINES = 30
+TAIL_CHARS = 4000
+GRACE_S = 2.0
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 4 * TAIL_CHARS))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = text.splitlines()[-TAIL_LINES:]
+    return "\n".join(lines)[-TAIL_CHARS:]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _failed(kind: str, message: str, hint: str, **fields) -> dict:
+    return {"status": "failed", "error": {"kind": kind, "message": message, "hint": hint, **fields}}
+
+
+def run_job(job: dict, python: str | None = None, env: dict | None = None, timeout: float | None = None) -> tuple[dict, array | None]:
+    """Run job in a child (python: the interpreter, env: its environment); (result, latencies)."""
+    work = Path(tempfile.mkdtemp(prefix="cr-job-"))
+    try:
+        job_file, result_file, log_file = work / "job.json", work / "result.json", work / "child.log"
+        job_file.write_text(json.dumps(job), encoding="utf-8")
+        interpreter = python or sys.executable
+        cmd = [interpreter, "-c", BOOTSTRAP, CR_PACKAGE_DIR, str(job_file), str(result_file)]
+        with open(log_file, "wb") as log:
+            try:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
+            except OSError as exc:
+                return _failed("error", f"cannot start the runtime interpreter {interpreter}: {exc.strerror or exc}",
+                               "check the interpreter the lock names (cr resolve --json)"), None
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _stop(proc)
+                return _failed(
+                    "timeout", f"the runtime did not finish within {timeout:g} s and was stopped",
+                    "raise --timeout if the run needs longer; otherwise the backend hangs (see stderr_tail in the result)",
+                    timeout_s=timeout, exit_status=proc.returncode, stderr_tail=_tail(log_file),
+                ), None
+            except BaseException:  # Ctrl-C in cr: do not leave the child running
+                _stop(proc)
+                raise
+        tail = _tail(log_file)
+        last = tail.strip().splitlines()[-1] if tail.strip() else "no output"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return _failed(
+                "crashed", f"the runtime crashed: killed by {name}",
+                f"the framework crashed inside the measured process; its last output: {last!r} "
+                "(the result record, --output, holds the stderr tail)",
+                signal=-code, signal_name=name, exit_status=code, stderr_tail=tail,
+            ), None
+        if code != 0 or not result_file.is_file():
+            return _failed(
+                "crashed", f"the runtime exited with status {code} without a result ({last})",
+                "stderr_tail in the result record shows the child's last output",
+                exit_status=code, stderr_tail=tail,
+            ), None
+        result = json.loads(result_file.read_text(encoding="utf-8"))
+        if result.get("status") == "failed" and result.get("error"):
+            result["error"].setdefault("stderr_tail", tail)
+        latencies = None
+        raw = result.get("raw") or {}
+        if raw.get("file") == LATENCIES_FILE and (work / LATENCIES_FILE).is_file():
+            latencies = array("q")
+            with open(work / LATENCIES_FILE, "rb") as f:
+                latencies.frombytes(f.read())
+            if raw.get("byteorder", sys.byteorder) != sys.byteorder:
+                latencies.byteswap()
+        return result, latencies
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

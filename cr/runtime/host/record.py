@@ -1,0 +1,113 @@
+"""The result record of one action run (DESIGN.md "Result", a contract).
+
+    {"format": 1, "uid", "action", "status": "ok" | "failed", "started", "ended",
+     "cr_version", "components": [{ref, kind, name, version, uid, repo, sha256}],
+     "backend": {name, entry, origin, options, info}, "lock": {...} | null,
+     "platform": {...}, "config": {every parameter, as run}, "inputs": {...},
+     "model_file": {path, sha256, package, package_version}, "metrics": {...} | null,
+     "raw": {"latencies_ns": [...]} | {"latencies_ns_file", "format", "count", "sha256"},
+     "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid}}
+
+Raw latencies are inline up to INLINE_MAX values; beyond, they go beside the record as
+``<record stem>.latencies.i64`` (little-endian int64) named, counted and hashed in "raw".
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import secrets
+import sys
+from array import array
+from pathlib import Path
+
+from ...__about__ import __version__
+from ...fsutil import atomic_write_bytes, atomic_write_json
+
+FORMAT = 1
+INLINE_MAX = 100_000
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def component_entry(info: dict) -> dict:
+    from ...resolve.lock import component_sha256
+
+    return {
+        "ref": info["ref"], "kind": info["kind"], "name": info["name"], "version": info["version"],
+        "uid": info["uid"], "repo": info["repo"], "sha256": component_sha256(info["meta"]),
+    }
+
+
+def new(action: str, components: list[dict], backend: dict, config: dict, lock: dict | None, started: str) -> dict:
+    from ...platform import current
+
+    return {
+        "format": FORMAT,
+        "uid": secrets.token_hex(8),
+        "action": action,
+        "status": None,
+        "started": started,
+        "ended": None,
+        "cr_version": __version__,
+        "components": components,
+        "backend": backend,
+        "lock": lock,
+        "platform": current().to_dict(),
+        "config": config,
+        "inputs": None,
+        "model_file": None,
+        "metrics": None,
+        "raw": None,
+        "error": None,
+        "runtime": None,
+    }
+
+
+def complete(record: dict, result: dict, latencies: array | None) -> dict:
+    """Fill record from the child's result (ok or failed)."""
+    record["ended"] = now()
+    record["status"] = result.get("status", "failed")
+    record["error"] = result.get("error")
+    for key in ("metrics", "inputs", "model_file", "runtime", "profile"):
+        if result.get(key) is not None:
+            record[key] = result[key]
+    if result.get("backend_info") is not None:
+        record["backend"]["info"] = result["backend_info"]
+    if latencies is not None:
+        record["raw"] = {"latencies_ns": latencies}  # turned into a list or a file by write()/to_json()
+    return record
+
+
+def _little_endian_bytes(values: array) -> bytes:
+    if sys.byteorder == "little":
+        return values.tobytes()
+    swapped = array("q", values)
+    swapped.byteswap()
+    return swapped.tobytes()
+
+
+def write(record: dict, path: str | Path) -> Path:
+    """Write the record as JSON at path (and its latencies beside it when there are many)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = dict(record)
+    raw = record.get("raw") or {}
+    values = raw.get("latencies_ns")
+    if isinstance(values, array) and len(values) > INLINE_MAX:
+        blob = _little_endian_bytes(values)
+        side = path.with_name(path.stem + ".latencies.i64")
+        atomic_write_bytes(side, blob, durable=True)
+        data["raw"] = {"latencies_ns_file": side.name, "format": "int64-le", "count": len(values),
+                       "sha256": hashlib.sha256(blob).hexdigest()}
+    atomic_write_json(path, to_json(data), durable=True)
+    return path
+
+
+def to_json(record: dict) -> dict:
+    """The record with raw latencies as a plain list (for printing or writing)."""
+    raw = record.get("raw") or {}
+    if isinstance(raw.get("latencies_ns"), array):
+        record = {**record, "raw": {"latencies_ns": raw["latencies_ns"].tolist()}}
+    return record

@@ -1,0 +1,87 @@
+"""Where a model's file is: meta ``file`` in the component directory, or ``source``
+{package, path} inside an installed package of the interpreter running this code.
+
+The package is found without importing it (importlib.util.find_spec of a top-level name
+does not execute the package; a distribution name such as scikit-learn is mapped to its
+import names through importlib.metadata), so a heavy framework is never loaded to find a
+file.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+from ..errors import CRError, NotFound
+
+
+def _package_dirs(package: str) -> list[Path]:
+    dirs = []
+    top, _, rest = package.partition(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        dirs += [Path(p).joinpath(*rest.split(".")) if rest else Path(p) for p in spec.submodule_search_locations]
+    if not dirs:
+        from importlib import metadata
+
+        try:
+            dist = metadata.distribution(package)
+        except metadata.PackageNotFoundError:
+            return []
+        names = (dist.read_text("top_level.txt") or "").split()
+        for name in names:
+            dirs.append(Path(str(dist.locate_file(name))))
+    return dirs
+
+
+def package_version(package: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def locate(meta: dict, component_dir: str | None, ref: str = "the model") -> dict:
+    """{"path", "package", "package_version"} of the model's file; NotFound naming what is missing."""
+    if meta.get("file"):
+        if component_dir is None:
+            raise NotFound(f"{ref} names file {meta['file']!r} but its directory is unknown")
+        path = Path(component_dir) / meta["file"]
+        if not path.is_file():
+            raise NotFound(f"{ref}: its file {path} does not exist", hint="restore the file, or fix 'file' in the meta")
+        return {"path": str(path), "package": None, "package_version": None}
+    source = meta.get("source") or {}
+    if source.get("file") and component_dir is not None:
+        return locate({"file": source["file"]}, component_dir, ref)
+    package, inner = source.get("package"), source.get("path")
+    if package and inner:
+        dirs = _package_dirs(package)
+        if not dirs:
+            raise NotFound(
+                f"{ref} comes from the package {package}, which is not installed in this environment",
+                hint=f"install it (pip install {package}), or benchmark inside a lock that has it",
+            )
+        for d in dirs:
+            path = d / inner
+            if path.is_file():
+                return {"path": str(path), "package": package, "package_version": package_version(package)}
+        raise NotFound(f"{ref}: the package {package} has no file {inner} (looked in {', '.join(map(str, dirs))})",
+                       hint="the installed version may not ship it; check source.path in the meta")
+    if meta.get("format") is None and not meta.get("source"):
+        return {"path": None, "package": None, "package_version": None}  # e.g. a synthetic model for the null backend
+    raise CRError(f"{ref} names neither a file nor a source package", hint="add 'file' or 'source': {package, path} to its meta")
+
+
+def sha256(path: str | None) -> str | None:
+    if not path:
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

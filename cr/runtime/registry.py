@@ -1,0 +1,165 @@
+"""Backends: the entry-point group ``cr.backends`` and the checks a backend passes at load.
+
+A distribution registers a backend in its pyproject.toml::
+
+    [project.entry-points."cr.backends"]
+    onnxruntime = "cr.runtime.backends.onnxruntime:OnnxruntimeBackend"
+
+The environment variable ``CR_BACKENDS`` ("name=module:attr,name2=module:attr") adds
+backends without packaging them (backend development, tests). Names are listed without
+importing anything; a backend's module is imported only when it is loaded, and the class
+is then checked like a pluggy hookspec: it must be a class with callable ``load``,
+``inputs``, ``run`` and ``close``, and a ``name`` attribute, if present, must match the
+registered name. Every error names the entry point and the distribution it comes from.
+
+Standard library only: the parent lists backends with it, the child loads one.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from dataclasses import dataclass
+
+from ..errors import CRError
+
+GROUP = "cr.backends"
+ENV_VAR = "CR_BACKENDS"
+REQUIRED_METHODS = ("load", "inputs", "run", "close")
+_VALUE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+class BackendError(CRError):
+    """A backend that is unknown, registered twice, or breaks the backend contract."""
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """One registered backend: its name, ``module:attr`` and who registered it."""
+
+    name: str
+    value: str
+    origin: str  # "reefkit 0.1.0" or "CR_BACKENDS environment variable"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "entry": self.value, "origin": self.origin}
+
+    @property
+    def where(self) -> str:
+        return f"entry point {self.name} = {self.value!r} of {self.origin}"
+
+
+def _installed() -> list[BackendEntry]:
+    from importlib import metadata
+
+    try:
+        eps = metadata.entry_points(group=GROUP)
+    except TypeError:  # Python 3.9: entry_points() takes no arguments
+        eps = metadata.entry_points().get(GROUP, [])
+    found = []
+    for ep in eps:
+        dist = getattr(ep, "dist", None)
+        origin = f"distribution {dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
+        found.append(BackendEntry(ep.name, ep.value, origin))
+    return found
+
+
+def _from_env() -> list[BackendEntry]:
+    text = os.environ.get(ENV_VAR, "").strip()
+    found = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not _VALUE.match(value):
+            raise BackendError(
+                f"{ENV_VAR} has a malformed entry {item!r}",
+                hint=f"use name=module:attr, comma-separated, e.g. {ENV_VAR}=mybackend=my_pkg.backend:MyBackend",
+            )
+        found.append(BackendEntry(name, value, f"{ENV_VAR} environment variable"))
+    return found
+
+
+def entries() -> tuple[dict[str, BackendEntry], dict[str, list[BackendEntry]]]:
+    """(name -> entry, name -> the conflicting entries of names registered twice)."""
+    chosen: dict[str, BackendEntry] = {}
+    conflicts: dict[str, list[BackendEntry]] = {}
+    for entry in _installed() + _from_env():
+        old = chosen.get(entry.name)
+        if old is None:
+            chosen[entry.name] = entry
+        elif old.value != entry.value or old.origin != entry.origin:
+            conflicts.setdefault(entry.name, [old]).append(entry)
+    return chosen, conflicts
+
+
+def available() -> list[str]:
+    """Names of the registered backends (none imported)."""
+    return sorted(entries()[0])
+
+
+def find(name: str) -> BackendEntry:
+    """The entry registered under name; BackendError if unknown, invalid or registered twice."""
+    chosen, conflicts = entries()
+    if name in conflicts:
+        found = conflicts[name]
+        raise BackendError(
+            f"backend {name!r} is registered more than once: " + "; ".join(e.where for e in found),
+            hint="uninstall one of these distributions, or rename its entry point in the group cr.backends",
+        )
+    if name not in chosen:
+        names = ", ".join(sorted(chosen)) or "none"
+        raise BackendError(
+            f"unknown backend {name!r}",
+            hint=f"available backends: {names}; a distribution adds one under the entry-point group {GROUP}",
+        )
+    entry = chosen[name]
+    if not _NAME.match(name):
+        raise BackendError(f"backend name {name!r} ({entry.where}) is not valid", hint="use lowercase letters, digits, '-', '_' and '.'")
+    if not _VALUE.match(entry.value):
+        raise BackendError(f"{entry.where} does not name module:attr", hint="an entry point value looks like my_pkg.backend:MyBackend")
+    return entry
+
+
+def load_class(entry: BackendEntry) -> type:
+    """Import the backend's class and check it against the contract."""
+    module_name, _, attr = entry.value.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:  # a broken plugin is a user-fixable problem, reported as such
+        raise BackendError(
+            f"backend {entry.name!r} cannot be imported ({entry.where}): {type(exc).__name__}: {exc}",
+            hint="is its framework installed in the environment the benchmark runs in?",
+        ) from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise BackendError(f"{entry.where}: module {module_name} has no attribute {attr!r}", hint="fix the entry point's value")
+        obj = getattr(obj, part)
+    check_class(obj, entry)
+    return obj
+
+
+def check_class(cls: object, entry: BackendEntry) -> None:
+    """Raise BackendError naming the entry point when cls breaks the backend contract."""
+    if not isinstance(cls, type):
+        raise BackendError(
+            f"{entry.where} is a {type(cls).__name__}, not a class",
+            hint="the entry point must name a class with load(), inputs(), run() and close()",
+        )
+    missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
+    if missing:
+        raise BackendError(
+            f"{entry.where}: class {cls.__name__} lacks the method(s) {', '.join(missing)}",
+            hint="a backend implements load(model_path, meta, options), inputs(), run(batch) and close()",
+        )
+    declared = getattr(cls, "name", None)
+    if declared and declared != entry.name:
+        raise BackendError(
+            f"{entry.where}: class {cls.__name__} declares name {declared!r}, registered as {entry.name!r}",
+            hint="make the entry point name and the class's name attribute agree",
+        )
+
+
+def load_backend(name: str):
+    """A new, not yet loaded instance of the backend registered under name."""
+    return load_class(find(name))()
