@@ -719,3 +719,26 @@ def test_unpacked_wheel_finds_its_builtin_components(wheel, tmp_path, cr_home):
     assert Path(shown["meta_path"]).is_relative_to(site / "cr" / "_data" / "repo")
     check = run("-m", "cr", "check")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_download_progress_is_one_rewritten_line_on_a_terminal_and_silent_in_a_pipe(monkeypatch):
+    import io
+
+    from cr.cli.main import CLIReporter
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, expect_output in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        reporter = CLIReporter()
+        reporter.progress("download model.onnx", 5_000_000, 10_000_000)
+        reporter.progress("download model.onnx", 6_000_000, 10_000_000)  # within 0.1 s: skipped
+        reporter.progress("download model.onnx", 10_000_000, 10_000_000)
+        text = stream.getvalue()
+        if expect_output:
+            assert text == ("\rdownload model.onnx: 5.0 / 10.0 MB (50%)\x1b[K"
+                            "\rdownload model.onnx: 10.0 / 10.0 MB (100%)\x1b[K\n")
+        else:
+            assert text == ""

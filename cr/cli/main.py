@@ -51,7 +51,34 @@ class CLIReporter(Reporter):
 
     def info(self, message: str) -> None:
         if not self.quiet:
+            self._end_progress()
             click.echo(message, err=True)
+
+    # Progress of work with a known size (downloads) is one line rewritten in place on a
+    # terminal, at most ten times a second; in a pipe or a log it is left out.
+    _progress_task: str | None = None
+    _progress_at = 0.0
+
+    def progress(self, task: str, done: int, total: int | None) -> None:
+        if self.quiet or not total or not sys.stderr.isatty():
+            return
+        import time
+
+        now = time.monotonic()
+        finished = done >= total
+        if not finished and task == self._progress_task and now - self._progress_at < 0.1:
+            return
+        self._progress_task, self._progress_at = task, now
+        line = f"{task}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({100 * done / total:.0f}%)"
+        click.echo("\r" + line + "\x1b[K", err=True, nl=False)
+        if finished:
+            click.echo("", err=True)
+            self._progress_task = None
+
+    def _end_progress(self) -> None:
+        if self._progress_task is not None:
+            click.echo("", err=True)
+            self._progress_task = None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
