@@ -62,3 +62,19 @@ def make_component(repo: Path, kind: str, name: str, version: str = "1.0.0", **f
     """A valid component meta at <repo>/<kind>/<name>/<version>/meta.json; returns the meta path."""
     meta = {"uid": secrets.token_hex(8), "kind": kind, "name": name, "version": version, "tags": [], **fields}
     return write_json(repo / kind / name / version / "meta.json", meta)
+
+
+# Start-up checks: run the CLI in a child and list what it imported.
+IMPORT_PROBE = """
+import json, sys
+out, argv = sys.argv[1], json.loads(sys.argv[2])
+from cr.cli.main import main
+code = None
+try:
+    main(argv)
+except SystemExit as exc:
+    code = exc.code
+with open(out, "w") as f:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+"""
+HEAVY = ("numpy", "torch", "tensorflow", "onnxruntime")

@@ -593,20 +593,7 @@ def test_quiet_hides_progress_but_not_results(run_cr, tmp_path):
 
 # -- start-up: no framework imports ----------------------------------------------------
 
-_PROBE = """
-import json, sys
-out, argv = sys.argv[1], json.loads(sys.argv[2])
-from cr.cli.main import main
-code = None
-try:
-    main(argv)
-except SystemExit as exc:
-    code = exc.code
-with open(out, "w") as f:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
-"""
-
-HEAVY = ("numpy", "torch", "tensorflow", "onnxruntime")
+from conftest import HEAVY, IMPORT_PROBE as _PROBE
 
 
 @pytest.fixture(scope="module")

@@ -506,19 +506,7 @@ def test_cli_errors(run_cr, tmp_path, args, code):
         assert done.stdout == ""
 
 
-_PROBE = """
-import json, sys
-out, argv = sys.argv[1], json.loads(sys.argv[2])
-from cr.cli.main import main
-code = None
-try:
-    main(argv)
-except SystemExit as exc:
-    code = exc.code
-with open(out, "w") as f:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
-"""
-HEAVY = ("numpy", "torch", "tensorflow", "onnxruntime")
+from conftest import HEAVY, IMPORT_PROBE as _PROBE
 
 
 @pytest.mark.parametrize("argv", [["platform"], ["platform", "--json"]], ids=["human", "json"])
