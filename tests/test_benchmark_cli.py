@@ -46,14 +46,44 @@ def test_iris_on_onnxruntime_end_to_end(run_cr, tmp_path):
     assert r["inputs"] == {"provider": "synthetic", "seed": 0, "batches": 16, "batch_size": 3}
 
 
-def test_json_output_and_solution(run_cr):
-    done = run_cr("benchmark", "solution:iris-logreg-onnxruntime", "--min-duration", "0.1", "--min-queries", "50", "--json")
+def _solution_repo(tmp_path: Path, deps: list[str]) -> None:
+    """A registered repo with solution:iris-ort: the shipped iris model on onnxruntime, needing deps."""
+    from cr import api
+
+    repo = make_repo(tmp_path / "sols", "sols")
+    make_component(repo, "solution", "iris-ort", model="model:iris-logreg@1.0.0", backend="onnxruntime",
+                   backend_options={"intra_op_threads": 1}, deps=deps,
+                   actions=[{"action": "benchmark", "params": {"warmup_queries": 100, "seed": 0}}])
+    api.repo_add(repo)
+
+
+def test_json_output_and_solution_runs_inside_its_lock(run_cr, tmp_path):
+    _solution_repo(tmp_path, ["software:onnxruntime@>=1.17", "software:python@>=3.9"])
+    done = run_cr("benchmark", "solution:iris-ort", "--min-duration", "0.1", "--min-queries", "50", "--json")
     assert done.returncode == 0, done.stderr
     r = json.loads(done.stdout)
     assert [c["kind"] for c in r["components"]] == ["solution", "model", "action"]
     assert r["backend"]["name"] == "onnxruntime" and r["backend"]["options"] == {"intra_op_threads": 1}
     assert r["config"]["warmup_queries"] == 100  # from the solution's benchmark params
     assert r["config"]["min_queries"] == 50  # the command line wins
+    lock = r["lock"]  # the solution ran in its resolved environment, recorded with the result
+    assert lock["root"] == "solution:iris-ort@1.0.0" and lock["status"] == "ready"
+    assert {s["name"] for s in lock["software"]} >= {"onnxruntime", "python"}
+
+
+def test_a_solution_whose_software_is_missing_is_refused_with_the_fix(run_cr, tmp_path):
+    from test_detect import recipe_repo
+
+    recipe_repo(tmp_path, {
+        "name": "absent-thing",
+        "detect": [{"type": "python", "module": "cr_test_absent_module", "distribution": "cr-test-absent"}],
+        "install": [{"method": "pip", "packages": ["cr-test-absent=={version}"], "versions": ["1.0.0"]}],
+    })
+    _solution_repo(tmp_path, ["software:onnxruntime@>=1.17", "software:absent-thing"])
+    done = run_cr("benchmark", "solution:iris-ort", "--min-queries", "5")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "Error: solution:iris-ort@1.0.0 needs software that is not installed here: absent-thing" in done.stderr
+    assert "Hint: install it first: cr install software absent-thing" in done.stderr
 
 
 def test_scenarios_through_the_cli(run_cr):

@@ -88,7 +88,14 @@ def benchmark(
     options.update(backend_options or {})
     params = _params(action["meta"], *layers, params or {})
     the_lock, env, python = None, None, sys.executable
-    if lock is not None:
+    if lock is None and target["kind"] == "solution":
+        # A solution runs where its requirements were resolved: its lock on this machine.
+        from ...api import lock as resolve_lock
+        from ...resolve.compose import compose
+
+        the_lock = resolve_lock(target["ref"])
+        env, python = compose(the_lock), the_lock["interpreter"]  # compose refuses missing software
+    elif lock is not None:
         the_lock, env = _lock_env(lock)
         python = the_lock["interpreter"]
     else:
