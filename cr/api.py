@@ -592,7 +592,7 @@ def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, d
     from .resolve.lock import load_lock
 
     path = Path(str(ref_or_lock))
-    if path.suffix == ".json" and path.is_file():
+    if path.is_file():  # a lock file (any name); otherwise a ref
         the_lock = load_lock(path)
         gone = missing_paths(the_lock)
         if gone:

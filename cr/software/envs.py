@@ -137,8 +137,7 @@ def list_envs(name: str | None = None, platform: str | None = None, prune: bool 
         except Exception:
             return parse_version("0")
 
-    out.sort(key=lambda e: (e.name, key(e)), reverse=False)
-    out.sort(key=key, reverse=True)
+    out.sort(key=key, reverse=True)  # newest first; the stable sort below keeps that per name
     out.sort(key=lambda e: e.name)
     return out
 

@@ -39,17 +39,6 @@ def _params(action_meta: dict, *layers: dict) -> dict:
     return params
 
 
-def _lock_env(lock_file: str | Path) -> tuple[dict, dict]:
-    from ...resolve.compose import compose, missing_paths
-    from ...resolve.lock import load_lock
-
-    the_lock = load_lock(Path(lock_file))
-    gone = missing_paths(the_lock)
-    if gone:
-        raise CRError(f"lock {lock_file} refers to software that is gone: {gone[0]}", hint=f"re-resolve: cr resolve {the_lock['root']}")
-    return the_lock, compose(the_lock)
-
-
 def benchmark(
     ref: str,
     backend: str | None = None,
@@ -96,7 +85,9 @@ def benchmark(
         the_lock = resolve_lock(target["ref"])
         env, python = compose(the_lock), the_lock["interpreter"]  # compose refuses missing software
     elif lock is not None:
-        the_lock, env = _lock_env(lock)
+        from ...api import env_for
+
+        the_lock, env = env_for(Path(lock))
         python = the_lock["interpreter"]
     else:
         locate(model["meta"], model["path"], model["ref"])  # fail before starting a child
