@@ -32,8 +32,13 @@ def _package_dirs(package: str) -> list[Path]:
         except metadata.PackageNotFoundError:
             return []
         names = (dist.read_text("top_level.txt") or "").split()
+        if not names:  # wheels built without top_level.txt (scikit-image): the folders it installs
+            names = sorted({f.parts[0] for f in dist.files or () if len(f.parts) > 1
+                            and not f.parts[0].endswith((".dist-info", ".data", ".libs")) and f.parts[0] != ".."})
         for name in names:
-            dirs.append(Path(str(dist.locate_file(name))))
+            path = Path(str(dist.locate_file(name)))
+            if path.is_dir():
+                dirs.append(path)
     return dirs
 
 

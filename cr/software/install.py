@@ -273,6 +273,8 @@ def _run_pip(recipe: Recipe, method: InstallMethod, version: str, interp: str, s
         cmd += ["--index-url", method.spec["index_url"]]
     for url in method.spec.get("extra_index_urls", ()):
         cmd += ["--extra-index-url", url]
+    if method.spec.get("no_deps"):
+        cmd.append("--no-deps")
     cmd += packages
     code, tail = _stream(cmd, f"pip install {' '.join(packages)}", env=host._clean_env())
     if code != 0 and any("no such option: --report" in ln for ln in tail):

@@ -28,7 +28,7 @@ _SCHEMA_MAP = frozenset({"properties", "patternProperties", "$defs"})
 _SCHEMA_LIST = frozenset({"anyOf", "oneOf"})
 _VALUES = frozenset({
     "$ref", "type", "enum", "const", "pattern", "format", "required", "minimum",
-    "exclusiveMinimum", "minItems", "uniqueItems",
+    "exclusiveMinimum", "minItems", "maxItems", "uniqueItems",
 })
 KEYWORDS = ANNOTATIONS | _SUBSCHEMA | _SCHEMA_MAP | _SCHEMA_LIST | _VALUES
 
@@ -259,6 +259,9 @@ class Validator:
                     return False
             elif key == "minItems":
                 if isinstance(inst, list) and len(inst) < val:
+                    return False
+            elif key == "maxItems":
+                if isinstance(inst, list) and len(inst) > val:
                     return False
             # annotations: nothing to check
         return True
