@@ -11,6 +11,16 @@ A backend is a class, instantiated with no arguments, then:
     close()                           release the model
     profile() -> dict | None          optional: what the framework's profiler recorded
     info() -> dict                    optional: framework name, version, devices used
+    outputs() -> [{"name", "shape", "dtype"}] | None   optional: what run() returns, in its
+                                      order (None: known only by running the model)
+    prepare(batch) -> None            optional: get ready for batches shaped like this one
+                                      (e.g. resize a TFLite interpreter), outside the timed
+                                      loop; run() does it itself on a new shape otherwise
+
+run() returns the outputs as a list of numpy arrays in the model's output order (the null
+backend, which knows only declared names, returns {name: array}). The framework is imported
+inside load(), never at module level: the host imports the class to read FORMATS and
+OPTIONS without loading any framework.
 
 Subclassing Backend is optional (the registry checks the methods, not the base class); it
 brings option checking (OPTIONS), format checking (FORMATS) and the input check.
@@ -48,6 +58,12 @@ class Backend:
 
     def info(self) -> dict:
         return {}
+
+    def outputs(self) -> list[dict] | None:
+        return None
+
+    def prepare(self, batch: dict) -> None:
+        pass
 
 
 def check_format(backend, meta: dict, ref: str = "the model") -> None:
@@ -112,3 +128,28 @@ def check_inputs(specs: list[dict], batch: dict) -> None:
                 f"input {name!r}: expected {describe(shape, spec['dtype'])}, given {describe(given_shape, given_dtype)}",
                 hint="check the model meta's inputs (shape, dtype) against the model file, and --batch-size",
             )
+
+
+def pair_names(declared: list[str], model_names: list[str], where: str = "the model") -> list[tuple[str, str]]:
+    """[(the name run() takes, the model's input name)] for a model meta's declared input names.
+
+    Without declared names the model's are used. Declared names equal to a model input
+    name take it; the others pair up in order with the model inputs left over, so a meta
+    may call the input "image" where the file says "input_1". A different number of
+    inputs is a CRError naming the model's inputs.
+    """
+    if not declared:
+        return [(m, m) for m in model_names]
+    if len(declared) != len(model_names):
+        raise CRError(
+            f"the model meta declares {len(declared)} input(s), {where} has {len(model_names)}: {', '.join(model_names)}",
+            hint="make the meta's inputs match the model's",
+        )
+    unmatched = iter([m for m in model_names if m not in declared])
+    return [(n, n if n in model_names else next(unmatched)) for n in declared]
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (frameworks' messages run to pages)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
