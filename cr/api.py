@@ -97,6 +97,17 @@ def _warn_shadowed(components: list[Component]) -> None:
 
 def resolve(ref: str | Ref, index: Index | None = None) -> Component:
     """The component a ref means: the newest matching version, from the highest-precedence repo."""
+    return matching(ref, index)[0]
+
+
+def matching(ref: str | Ref, index: Index | None = None) -> list[Component]:
+    """Every component ref may mean, best first (newest version, highest-precedence repo).
+
+    A version with a local label (``1.0.0+onnx``, what ``cr compile`` writes) satisfies
+    ``==1.0.0`` in PEP 440; a spec that names no label prefers the unlabelled versions, so
+    ``model:x@1.0.0`` keeps meaning the original after a compile. Without a spec, the
+    newest version wins, labelled or not.
+    """
     ref = parse_ref(ref) if isinstance(ref, str) else ref
     own = index is None
     index = index or open_index(kind=ref.kind, name=ref.name)
@@ -115,11 +126,14 @@ def resolve(ref: str | Ref, index: Index | None = None) -> Component:
     if not matching:
         versions = ", ".join(dict.fromkeys(c.version for c in candidates))
         raise NotFound(f"no version of {ref.kind}:{ref.name} matches {ref.spec!r}", hint=f"available versions: {versions}")
+    if ref.spec and "+" not in ref.spec:
+        plain = [c for c in matching if "+" not in c.version]
+        matching = plain or matching
     best = matching[0]
     for other in matching[1:]:
         if other.version == best.version:
             reporter().warning(f"{best.ref} from repo {best.repo!r} shadows the one in repo {other.repo!r}")
-    return best
+    return matching
 
 
 @dataclass(frozen=True)

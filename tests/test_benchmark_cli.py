@@ -104,7 +104,7 @@ def test_unknown_backend(run_cr):
     assert done.returncode == 1
     assert done.stderr.splitlines()[:2] == [
         "Error: unknown backend 'tensorflw'",
-        "Hint: available backends: null, onnxruntime; a distribution adds one under the entry-point group cr.backends",
+        "Hint: available backends: null, onnxruntime, tensorflow, tensorrt, tflite, torch; a distribution adds one under the entry-point group cr.backends",
     ]
 
 
@@ -162,7 +162,7 @@ def test_format_the_backend_cannot_load(run_cr, tmp_path):
     assert run_cr("repo", "add", repo).returncode == 0
     done = run_cr("benchmark", "model:tiny", "--backend", "onnxruntime")
     assert done.returncode == 1
-    assert "cannot load model:tiny@1.0.0: its format is tflite, the backend loads onnx" in done.stderr
+    assert "backend 'onnxruntime' cannot load model:tiny@1.0.0: its variants are tflite (tflite, fp32); the backend loads onnx" in done.stderr
     done = run_cr("benchmark", "model:tiny", "--backend", "null", "--min-duration", "0", "--min-queries", "5", "--json")
     assert done.returncode == 0, done.stderr  # null takes any format
 

@@ -1,4 +1,4 @@
-"""cr benchmark (and, later, compile/run/validate): the unified actions."""
+"""cr benchmark, cr run, cr validate: the unified actions on a model or a solution."""
 from __future__ import annotations
 
 import json
@@ -30,7 +30,7 @@ def _summary_rows(record: dict) -> list[list]:
     m = record["metrics"]
     lat = m["latency_ns"]
     rows = [
-        ["scenario", m["scenario"]],
+        ["scenario", m["scenario"] + (f" (MLPerf LoadGen {m['loadgen'].get('version')})" if m.get("engine") == "loadgen" else "")],
         ["validity", m["validity"] + ("" if not m["invalid_reasons"] else f" ({'; '.join(m['invalid_reasons'])})")],
         ["queries", m["queries"]],
         ["samples", f"{m['samples']} ({m['samples_per_query']} per query, batch {m['batch_size']})"],
@@ -53,9 +53,40 @@ def _summary_rows(record: dict) -> list[list]:
     return rows
 
 
+def _target_options(f):
+    """--backend, --variant, --dataset, --split, -O, --lock: how every action picks what it runs."""
+    for opt in reversed([
+        click.option("--backend", help="Backend name (cr.backends entry point): onnxruntime, torch, tflite, tensorflow, tensorrt, null."),
+        click.option("--variant", help="Model variant to run (default: the first the backend loads, fp32 first); see cr show MODEL."),
+        click.option("--dataset", "dataset", metavar="REF", help="Dataset (default: the solution's, else the model meta's)."),
+        click.option("--split", help="Dataset split: test, train or all (default: the model meta's, else test)."),
+        click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable), e.g. -O graph_optimization_level=basic."),
+        click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), help="Run inside this lock's interpreter and environment."),
+        click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here."),
+        click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _finish(record: dict, out, as_json: bool, table=None) -> None:
+    from ..errors import CRError
+    from ..runtime.host.record import to_json
+
+    if as_json:
+        output.emit_json(to_json(record))
+    elif record["status"] == "ok" and table is not None:
+        table()
+    if out:
+        click.echo(f"result: {out}", err=True)
+    if record["status"] != "ok":
+        error = record.get("error") or {}
+        raise CRError(error.get("message", f"the {record['action']} failed"), hint=error.get("hint"))
+
+
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
-@click.option("--backend", help="Backend name (cr.backends entry point), e.g. onnxruntime or null.")
+@_target_options
 @click.option("--scenario", type=click.Choice(["single-stream", "multi-stream", "offline", "server"]))
 @click.option("--min-duration", "min_duration_s", type=float, help="Minimum timed duration in seconds.")
 @click.option("--min-queries", type=int, help="Minimum number of timed queries.")
@@ -66,34 +97,121 @@ def _summary_rows(record: dict) -> list[list]:
 @click.option("--target-qps", type=float, help="server: Poisson arrival rate (queries/s).")
 @click.option("--latency-bound-ms", type=float, help="server: p99 bound in ms (default 100).")
 @click.option("--seed", type=int, help="Seed of the synthetic inputs and the arrival process.")
+@click.option("--inputs", type=click.Choice(["auto", "dataset", "synthetic"]), help="Pre-processed dataset samples or seeded synthetic arrays (auto: dataset when there is one).")
+@click.option("--include-preprocess", is_flag=True, default=None, help="Time pre-processing together with inference.")
+@click.option("--engine", type=click.Choice(["cr", "loadgen"]), help="cr's harness (default) or MLPerf LoadGen (logs kept beside the result).")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-@click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable), e.g. -O graph_optimization_level=basic.")
-@click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), help="Run inside this lock's interpreter and environment.")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
-def benchmark(ref, backend, options, lock_file, out, as_json, **params):
+def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, **params):
     """Benchmark a model or solution: cr benchmark model NAME[@SPEC] --backend onnxruntime.
 
     Runs in a separate process; the run lasts until both --min-duration and --min-queries
     are met. Defaults come from action:benchmark (cr show action:benchmark).
     """
-    from ..errors import CRError
     from ..runtime.host import benchmark as run_benchmark
-    from ..runtime.host.record import to_json
     from ..store.refs import parse_ref_words
 
     record = run_benchmark(
-        str(parse_ref_words(ref)), backend=backend, params=params,
-        backend_options=_backend_options(options), lock=lock_file, output=out,
+        str(parse_ref_words(ref)), backend=backend, params=params, backend_options=_backend_options(options),
+        lock=lock_file, output=out, variant=variant, dataset=dataset, split=split,
     )
-    if as_json:
-        output.emit_json(to_json(record))
-    elif record["status"] == "ok":
-        output.table(["METRIC", "VALUE"], _summary_rows(record), title=f"{record['components'][0]['ref']} on {record['backend']['name']}")
-    if out:
-        click.echo(f"result: {out}", err=True)
-    if record["status"] == "ok" and record["metrics"]["validity"] != "VALID":
+    title = f"{record['components'][0]['ref']} on {record['backend']['name']}"
+    _finish(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
+    if record["metrics"] and record["metrics"]["validity"] != "VALID":
         output.warn("INVALID run: " + "; ".join(record["metrics"]["invalid_reasons"]))
-    if record["status"] != "ok":
-        error = record.get("error") or {}
-        raise CRError(error.get("message", "the benchmark failed"), hint=error.get("hint"))
+
+
+@click.command("run")
+@click.argument("ref", nargs=-1, required=True)
+@_target_options
+@click.option("-i", "--input", "inputs", multiple=True, type=click.Path(exists=True, dir_okay=False), help="A file to run (image or .npy; repeatable). Default: dataset samples.")
+@click.option("--limit", type=int, help="Dataset samples to run (default 8).")
+@click.option("--top-k", type=int, help="Classes shown per sample (default 5).")
+@click.option("--batch-size", type=int, help="Samples per model call.")
+@click.option("--threads", type=int, help="The backend's compute threads.")
+@click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, inputs, **params):
+    """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].
+
+    Samples go through the model's declared pre-processing, the backend, and its
+    post-processing (softmax/top-k, box decoding), exactly as validate and benchmark feed it.
+    """
+    from ..runtime.host.actions import run_action
+    from ..store.refs import parse_ref_words
+
+    if inputs:
+        params["inputs"] = [str(p) for p in inputs]
+    record = run_action("run", str(parse_ref_words(ref)), backend=backend, params=params,
+                        backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split,
+                        lock=lock_file, output=out)
+
+    def table():
+        rows = []
+        for p in record.get("predictions") or []:
+            if "detections" in p:
+                shown = "; ".join(f"[{', '.join(f'{v:.3f}' for v in d['box'])}] {d['score']:.3f}" for d in p["detections"]) or "none"
+            else:
+                shown = ", ".join(f"{t['class']}{' (' + t['label'] + ')' if t.get('label') not in (None, str(t['class'])) else ''} {t['score']:.3f}" for t in p["top"][:3])
+            rows.append([p["id"], "" if p.get("label") is None else p["label"], shown])
+        output.table(["SAMPLE", "LABEL", "PREDICTION"], rows, title=f"{record['components'][0]['ref']} on {record['backend']['name']}")
+
+    _finish(record, out, as_json, table)
+
+
+@click.command()
+@click.argument("ref", nargs=-1, required=True)
+@_target_options
+@click.option("--parity", metavar="B1,B2[,...]", help="Compare these backends' outputs on the same samples (max abs diff, top-1 agreement).")
+@click.option("--parity-atol", type=float, help="--parity: largest allowed max abs difference (default 1e-4).")
+@click.option("--limit", type=int, help="Use at most this many samples.")
+@click.option("--batch-size", type=int, help="Samples per model call.")
+@click.option("--iou-threshold", type=float, help="Detection: IoU for a match (default 0.5).")
+@click.option("--threads", type=int, help="The backend's compute threads.")
+@click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_json, parity, **params):
+    """Check accuracy against the model's expected metrics: cr validate model NAME --backend B.
+
+    Exit 1 when a metric is outside its tolerance. With --parity onnxruntime,torch,tflite
+    every backend runs the same samples and their outputs are compared.
+    """
+    from ..errors import CRError
+    from ..runtime.host.validate import parity as run_parity, validate as run_validate
+    from ..store.refs import parse_ref_words
+
+    ref = str(parse_ref_words(ref))
+    common = dict(backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split,
+                  lock=lock_file, output=out)
+    if parity:
+        backends = [b.strip() for b in parity.split(",") if b.strip()]
+        record = run_parity(ref, backends, params=params, **common)
+        p = record.get("parity") or {}
+
+        def table():
+            rows = [[" vs ".join(x["backends"]), x["samples"], f"{x['max_abs_diff']:.3g}", f"{x['top1_agreement']:.4f}",
+                     "ok" if x["ok"] else "DIVERGES"] for x in p.get("pairs") or []]
+            output.table(["BACKENDS", "SAMPLES", "MAX ABS DIFF", "TOP-1 AGREEMENT", ""], rows,
+                         title=f"parity of {record['components'][0]['ref']} (tolerance {p.get('tolerance', 0):g})")
+
+        _finish(record, out, as_json, table)
+        if p.get("outcome") != "PASS":
+            bad = [x for x in p.get("pairs") or [] if not x["ok"]]
+            detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {x['max_abs_diff']:.3g}, top-1 agreement {x['top1_agreement']:.4f}"
+                               + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
+            raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
+        return
+    record = run_validate(ref, backend=backend, params=params, **common)
+    v = record.get("validation") or {}
+
+    def table():
+        rows = [[k, f"{v[k]:.4f}" if isinstance(v[k], float) else v[k]] for k in ("samples", "top1", "top5", "objects", "detections", "recall", "precision", "mean_iou") if k in v]
+        for c in v.get("checks") or []:
+            if c["expected"] is not None:
+                rows.append([f"expected {c['metric']}", f"{c['expected']:.4f} +- {c['allowed']:.4f}: {'ok' if c['ok'] else 'OUT OF TOLERANCE'}"])
+        rows.append(["outcome", v.get("outcome")])
+        rows.append(["pipeline sha256", (record.get("pipeline") or {}).get("sha256", "")[:16]])
+        output.table(["METRIC", "VALUE"], rows, title=f"{record['components'][0]['ref']} ({(record.get('pipeline') or {}).get('variant')}) on {record['backend']['name']}")
+
+    _finish(record, out, as_json, table)
+    if v.get("outcome") == "FAIL":
+        bad = [c for c in v.get("checks") or [] if c["ok"] is False]
+        raise CRError("accuracy outside tolerance: " + "; ".join(f"{c['metric']} {c['value']:.4f}, expected {c['expected']:.4f} +- {c['allowed']:.4f}" for c in bad),
+                      hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions against the model's")

@@ -5,6 +5,9 @@
      "backend": {name, entry, origin, options, info}, "lock": {...} | null,
      "platform": {...}, "config": {every parameter, as run}, "inputs": {...},
      "model_file": {path, sha256, package, package_version}, "metrics": {...} | null,
+     "pipeline": {sha256, preprocess, postprocess, variant, precision},
+     "validation": {outcome, checks, top1, ...} (validate), "predictions": [...] (run),
+     "parity": {outcome, pairs} (validate --parity),
      "raw": {"latencies_ns": [...]} | {"latencies_ns_file", "format", "count", "sha256"},
      "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid}}
 
@@ -59,6 +62,7 @@ def new(action: str, components: list[dict], backend: dict, config: dict, lock: 
         "inputs": None,
         "model_file": None,
         "metrics": None,
+        "pipeline": None,
         "raw": None,
         "error": None,
         "runtime": None,
@@ -70,7 +74,7 @@ def complete(record: dict, result: dict, latencies: array | None) -> dict:
     record["ended"] = now()
     record["status"] = result.get("status", "failed")
     record["error"] = result.get("error")
-    for key in ("metrics", "inputs", "model_file", "runtime", "profile"):
+    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs"):
         if result.get(key) is not None:
             record[key] = result[key]
     if result.get("backend_info") is not None:

@@ -1,0 +1,90 @@
+"""cr compile: convert a model into a new model component version in the local repo."""
+from __future__ import annotations
+
+import click
+
+from . import output
+
+
+def _options(pairs: tuple[str, ...]) -> dict:
+    """KEY=VALUE pairs; VALUE is JSON when it parses (17, true, 1e-4), else a string."""
+    import json
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="-O")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def _summary_rows(record: dict) -> list[list]:
+    out = record["output"]
+    source = record["components"][0]
+    cfg = record["config"]
+    rows = [
+        ["source", f"{source['ref']}" + (f" variant {cfg['variant']}" if cfg["variant"] != cfg["source_format"] else "")
+         + f" ({cfg['source_format']})"],
+        ["output", f"{out['ref']} ({out['format']}, {out['precision']})"],
+        ["conversion", record["conversion"]],
+        ["file", f"{out['path']}/{out['file']}"],
+        ["sha256", out["files"][out["file"]]],
+    ]
+    for step, check in sorted(((k, v) for k, v in ((record.get("checks") or {}).items()) if isinstance(v, dict))):
+        if "max_abs_diff" in check:
+            text = f"max |diff| {check['max_abs_diff']:.3g} vs {check.get('against', 'source')}"
+            if check.get("top1_agreement") is not None:
+                text += f", top-1 agreement {check['top1_agreement']:.3f}"
+            rows.append([f"check ({step})", text])
+    rows.append(["duration", f"{record['duration_s']:.2f} s"])
+    return rows
+
+
+@click.command("compile")
+@click.argument("ref", nargs=-1, required=True)
+@click.option("--to", "to", required=True, type=click.Choice(["onnx", "tflite", "trt-plan"]), help="Output format.")
+@click.option("--variant", help="Source variant (default: the first whose format the conversion reads).")
+@click.option("--precision", type=click.Choice(["fp32", "int8"]), help="Output precision (default fp32).")
+@click.option("--quantization", type=click.Choice(["dynamic", "static"]),
+              help="int8: dynamic (no data) or static (calibrated); default dynamic for onnx, static for tflite.")
+@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; its train split).")
+@click.option("--calibration-samples", type=int, help="Samples that calibrate static quantisation (default 100).")
+@click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Conversion option (repeatable), e.g. -O level=all, -O opset=17, -O per_channel=false.")
+@click.option("--version", "version", help="Version of the output (default: the source's + a label, e.g. 1.0.0+onnx).")
+@click.option("--force", is_flag=True, help="Replace the output version if the local repo has it.")
+@click.option("--timeout", "timeout_s", type=float, help="Stop the conversion and fail after this many seconds.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
+def compile_(ref, to, variant, options, version, force, out, as_json, **params):
+    """Convert a model: cr compile model NAME --to onnx [--precision int8 --quantization static].
+
+    Conversions: torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx
+    (optimised, or int8); onnx -> trt-plan (NVIDIA GPU); keras, savedmodel -> tflite (fp32,
+    int8). The output becomes a new version of the same model in your local repo, e.g.
+    model:NAME@1.0.0+onnx.int8.dynamic, with its provenance in its meta. The conversion
+    runs in a separate process.
+    """
+    from ..errors import CRError
+    from ..runtime.host.compile import compile_model
+    from ..runtime.host.record import to_json
+    from ..store.refs import parse_ref_words
+
+    record = compile_model(
+        str(parse_ref_words(ref)), to, variant=variant, params={**params, "options": _options(options)},
+        version=version, output=out, force=force,
+    )
+    if as_json:
+        output.emit_json(to_json(record))
+    elif record["status"] == "ok":
+        output.table(["FIELD", "VALUE"], _summary_rows(record), title=f"compiled {record['output']['ref']}")
+    if out:
+        click.echo(f"result: {out}", err=True)
+    if record["status"] != "ok":
+        error = record.get("error") or {}
+        raise CRError(error.get("message", "the compile failed"), hint=error.get("hint"))
+

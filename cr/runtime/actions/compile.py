@@ -1,0 +1,708 @@
+"""The compile action's entry (actions/compile/meta.json: entry): one model file -> another.
+
+job (built by cr.runtime.host.compile):
+    {"model": {"ref", "meta" (the source variant's effective meta), "dir"},
+     "dataset": {"ref", "meta", "dir", "split", "limit"} | None   (calibration samples),
+     "params": {"to", "precision", "quantization", "calibration_samples", "options", "seed"},
+     "out_dir": a directory the host made, "out_file": the output's file name in it}
+->  {"output": {"file", "format", "precision", "inputs", "outputs", "bytes", "sha256"},
+     "conversion", "steps", "options" (as applied, defaults included), "checks", "tools"}
+
+Conversions (``plan`` says which one a source format, target and precision make):
+    torchscript, torch-exported, torch-state-dict -> onnx   torch.onnx.export, batch axis dynamic
+    onnx -> onnx        fp32: onnxruntime graph optimisation; int8: onnxruntime.quantization
+    keras, savedmodel -> tflite   TFLiteConverter, fp32 or int8 (float input and output)
+    onnx -> trt-plan    cr.runtime.backends.tensorrt.build_plan (an NVIDIA GPU and TensorRT)
+Every fp32 conversion is checked: the output runs on a sample batch (dataset samples when
+the job has them, else seeded synthetic inputs) and must agree with the source within
+``atol`` (option, default 1e-3); an int8 output's agreement is measured and recorded.
+
+The planning half (READS, SUPPORTED, plan) is standard library only: the host imports it
+to settle the conversion before any child starts. Frameworks are imported by the step
+that uses them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ...errors import CRError
+
+TORCH = ("torchscript", "torch-exported", "torch-state-dict")
+READS = {"onnx": ("onnx", *TORCH), "tflite": ("keras", "savedmodel"), "trt-plan": ("onnx",)}
+EXTENSIONS = {"onnx": "onnx", "tflite": "tflite", "trt-plan": "plan"}
+SUPPORTED = ("torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx (optimised, or int8 dynamic/static), "
+             "trt-plan; keras, savedmodel -> tflite (fp32, or int8 static/dynamic)")
+
+# -O options of each step: name -> (default, description). "atol" applies to every conversion.
+COMMON = {"atol": (1e-3, "largest max-abs difference an fp32 output may have from its source on the check batch")}
+OPTIONS = {
+    "export": {
+        "opset": (18, "ONNX opset of the exported graph"),
+        "dynamo": (None, "true: the torch.export-based exporter (default for torch-exported), false: the TorchScript one (default otherwise)"),
+    },
+    "optimize": {"level": ("extended", "onnxruntime graph optimisation level: basic, extended or all (all adds layout changes tied to this CPU)")},
+    "quantize": {
+        "per_channel": (None, "quantise weights per output channel (default: true for static, false for dynamic)"),
+        "weight_type": ("int8", "int8 or uint8 weights"),
+        "calibrate_method": ("minmax", "static: minmax, entropy or percentile"),
+        "preprocess": (True, "run onnxruntime's quant_pre_process (shape inference, graph clean-up) first"),
+        "reduce_range": (False, "7-bit weights (for CPUs without VNNI)"),
+    },
+    "tflite": {"float_fallback": (False, "int8 static: let ops without an int8 kernel stay float instead of failing")},
+    "trt": {},  # passed to build_plan as given
+}
+_LEVELS = ("basic", "extended", "all")
+
+
+def plan(source_format: str | None, to: str, precision: str | None = None, quantization: str | None = None,
+         options: dict | None = None, source: str = "the model") -> dict:
+    """The conversion from source_format to ``to``: {"conversion", "steps", "label", "precision",
+    "quantization", "options" (defaults filled in), "needs_dataset"}; CRError when unsupported."""
+    if to not in READS or source_format not in READS[to]:
+        raise CRError(
+            f"cannot compile {source} from {source_format or 'an undeclared format'} to {to}; supported: {SUPPORTED}",
+            hint="choose another --to, or --variant naming a variant in one of those source formats",
+        )
+    if precision not in (None, "fp32", "int8"):
+        raise CRError(f"unknown precision {precision!r}", hint="use fp32 or int8")
+    if quantization not in (None, "dynamic", "static"):
+        raise CRError(f"unknown quantization {quantization!r}", hint="use dynamic or static")
+    if quantization and precision == "fp32":
+        raise CRError(f"--quantization {quantization} makes an int8 model, but --precision fp32 was given",
+                      hint="leave out --precision, or give --precision int8")
+    precision = "int8" if quantization else (precision or "fp32")
+    options = dict(options or {})
+    if to == "trt-plan":
+        if precision != "fp32":
+            raise CRError("cr compile builds fp32 (or fp16) TensorRT plans only, not int8",
+                          hint="give -O fp16=true for an fp16 plan, or quantise the ONNX model first (--to onnx --precision int8)")
+        steps, label = ["trt"], ["trt"]
+        out_precision = "fp16" if options.get("fp16") else "fp32"
+        if out_precision == "fp16":
+            label.append("fp16")
+        return _planned("onnx-to-trt-plan", steps, label, out_precision, None, options, False)
+    if to == "tflite":
+        mode = quantization or "static"
+        label = ["tflite"]
+        if precision == "int8":  # static, the usual full-integer model, is not named
+            label += ["int8"] + (["dynamic"] if mode == "dynamic" else [])
+        conversion = f"{source_format}-to-tflite" + (f"-int8-{mode}" if precision == "int8" else "")
+        return _planned(conversion, ["tflite"], label, precision, mode if precision == "int8" else None, options,
+                        precision == "int8" and mode == "static")
+    mode = quantization or "dynamic"
+    steps = ["export"] if source_format in TORCH else []
+    dynamo = options.get("dynamo")
+    if source_format == "torchscript" and dynamo:
+        raise CRError("the torch.export-based exporter (-O dynamo=true) does not take TorchScript modules",
+                      hint="leave out -O dynamo: TorchScript goes through the TorchScript exporter")
+    if source_format == "torch-exported" and dynamo is not None and not dynamo:
+        raise CRError("a torch-exported program goes to ONNX through the torch.export-based exporter only",
+                      hint="leave out -O dynamo=false")
+    if precision == "int8":
+        steps.append("quantize")
+        label = ["onnx", "int8", mode]
+    elif steps:  # torch -> onnx
+        label = ["onnx"]
+    else:  # onnx -> onnx fp32: the level is named unless it is the default
+        steps, level = ["optimize"], options.get("level", "extended")
+        label = ["onnx", "opt"] + ([level] if level != "extended" else [])
+    names = {"export": "torch-export", "optimize": "onnx-optimize", "quantize": f"onnx-quantize-{mode}"}
+    conversion = "-".join(names[s] for s in steps)
+    return _planned(conversion, steps, label, precision, mode if precision == "int8" else None, options,
+                    precision == "int8" and mode == "static")
+
+
+def _planned(conversion, steps, label, precision, quantization, options, needs_dataset) -> dict:
+    known = dict(COMMON)
+    for step in steps:
+        known.update(OPTIONS[step])
+    if "trt" not in steps:
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            listing = "; ".join(f"{k} ({v[1]})" for k, v in sorted(known.items()))
+            raise CRError(f"{conversion} has no option {', '.join(unknown)}", hint=f"its options: {listing}")
+    applied = {k: v[0] for k, v in known.items()}
+    applied.update(options)
+    if "optimize" in steps and applied["level"] not in _LEVELS:
+        raise CRError(f"option level is {applied['level']!r}", hint=f"use one of {', '.join(_LEVELS)}")
+    if "quantize" in steps:
+        if applied["per_channel"] is None:
+            applied["per_channel"] = quantization == "static"
+        if applied["weight_type"] not in ("int8", "uint8"):
+            raise CRError(f"option weight_type is {applied['weight_type']!r}", hint="use int8 or uint8")
+        if applied["calibrate_method"] not in ("minmax", "entropy", "percentile"):
+            raise CRError(f"option calibrate_method is {applied['calibrate_method']!r}", hint="use minmax, entropy or percentile")
+    return {"conversion": conversion, "steps": steps, "label": label, "precision": precision,
+            "quantization": quantization, "options": applied, "needs_dataset": needs_dataset}
+
+
+# ---------------------------------------------------------------------------- the child
+
+def main(job: dict) -> dict:
+    spec, params = job["model"], dict(job.get("params") or {})
+    ref, meta = spec.get("ref", "the model"), dict(spec["meta"])
+    the_plan = plan(meta.get("format"), params["to"], params.get("precision"), params.get("quantization"),
+                    params.get("options"), ref)
+    from .. import model as model_files
+
+    located = model_files.locate(meta, spec.get("dir"), ref)
+    work = _Work(job, meta, ref, located["path"], the_plan)
+    current = located["path"]
+    for step in the_plan["steps"]:
+        current = getattr(work, "step_" + step)(current)
+    final = os.path.join(job["out_dir"], job["out_file"])
+    if os.path.abspath(current) != os.path.abspath(final):
+        os.replace(current, final)
+    for leftover in os.listdir(job["out_dir"]):  # intermediates (pre-processed, exported) go
+        if leftover != job["out_file"]:
+            _remove(os.path.join(job["out_dir"], leftover))
+    io = work.io(final)
+    return {
+        "output": {"file": job["out_file"], "format": params["to"], "precision": the_plan["precision"], **io,
+                   "bytes": os.path.getsize(final), "sha256": model_files.sha256(final)},
+        "conversion": the_plan["conversion"],
+        "steps": the_plan["steps"],
+        "options": work.options,
+        "checks": work.checks,
+        "tools": work.tools,
+    }
+
+
+def _remove(path: str) -> None:
+    import shutil
+
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        os.unlink(path)
+
+
+def _version(module: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(module)
+    except metadata.PackageNotFoundError:
+        mod = sys.modules.get(module)
+        return getattr(mod, "__version__", None)
+
+
+def _max_diff(a: list, b: list) -> float:
+    import numpy as np
+
+    if len(a) != len(b):
+        raise CRError(f"the output has {len(b)} outputs where its source has {len(a)}")
+    worst = 0.0
+    for x, y in zip(a, b):
+        if not (hasattr(x, "dtype") and hasattr(y, "dtype")) or x.dtype.kind not in "fiub":
+            continue  # a non-tensor output (an ONNX ZipMap's list of dicts) is not compared
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape:
+            raise CRError(f"an output has shape {list(y.shape)} where its source's has {list(x.shape)}")
+        if x.size:
+            worst = max(worst, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))))
+    return worst
+
+
+def _agreement(a: list, b: list) -> float | None:
+    """Share of samples whose arg-max over the last axis of the first output agrees (classifier-like outputs)."""
+    import numpy as np
+
+    x, y = np.asarray(a[0]), np.asarray(b[0])
+    if x.ndim != 2 or x.shape != y.shape or x.shape[1] < 2:
+        return None
+    return float(np.mean(x.argmax(-1) == y.argmax(-1)))
+
+
+_ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
+                11: "float64", 16: "bfloat16"}
+
+
+class _Work:
+    """The steps of one conversion, sharing the check batch, the options and what was recorded."""
+
+    def __init__(self, job: dict, meta: dict, ref: str, source_path: str, the_plan: dict):
+        self.job, self.meta, self.ref, self.source_path, self.plan = job, meta, ref, source_path, the_plan
+        self.options = dict(the_plan["options"])
+        self.atol = float(self.options["atol"])
+        self.seed = int((job.get("params") or {}).get("seed", 0))
+        self.out_dir = job["out_dir"]
+        self.checks: dict = {}
+        self.tools: dict = {"python": sys.version.split()[0]}
+        self._samples = None
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def samples(self) -> list | None:
+        """The dataset's calibration samples, pre-processed one by one (None without a dataset)."""
+        if self._samples is None and self.job.get("dataset"):
+            from ..datasets import load
+            from ..pipeline import Pipeline
+
+            ds_spec = self.job["dataset"]
+            try:
+                ds = load(ds_spec["meta"], ds_spec.get("dir"), ds_spec.get("split"), ds_spec.get("limit"), ds_spec.get("ref"))
+                pipeline = Pipeline(self.meta.get("preprocess"), "preprocess")
+                self._samples = [pipeline.sample(s.data) for s in ds.samples]
+            except CRError as exc:
+                if not ds_spec.get("optional"):
+                    raise
+                # only the checks wanted it: they fall back to synthetic inputs
+                self.checks["dataset"] = {"ref": ds_spec.get("ref"), "unavailable": exc.message}
+                self._samples = []
+                return None
+            self.checks["dataset"] = {"ref": ds_spec.get("ref"), "split": ds.split, "samples": len(self._samples)}
+        return self._samples or None
+
+    def misfit(self, spec: dict, strict: bool = True) -> str | None:
+        """Why the pre-processed samples cannot feed input ``spec`` (None: they can); strict raises instead."""
+        samples = self.samples() or []
+        shape = spec.get("shape")
+        if not samples or shape is None:
+            return None
+        got = list(samples[0].shape)
+        want = shape[1:]
+        if len(got) == len(want) and all(not isinstance(w, int) or w == g for w, g in zip(want, got)):
+            return None
+        why = f"the dataset's samples, pre-processed, have shape {got}; input {spec['name']!r} takes {['N', *want]}"
+        if strict:
+            raise CRError(why, hint="check the model meta's preprocess (it must produce one sample of the input's shape)")
+        self.checks["inputs_note"] = why + " (so the checks use synthetic inputs)"
+        return why
+
+    def check_batch(self, specs: list[dict], size: int) -> dict:
+        """A batch of ``size`` samples for every input: dataset samples when there are some, else synthetic."""
+        import numpy as np
+
+        self.tools["numpy"] = np.__version__
+        samples = self.samples()
+        if samples and len(specs) == 1 and not self.misfit(specs[0], strict=False):
+            items = [samples[i % len(samples)] for i in range(size)]
+            self.checks.setdefault("inputs", "dataset")
+            return {specs[0]["name"]: np.ascontiguousarray(np.stack(items)).astype(specs[0].get("dtype") or "float32", copy=False)}
+        self.checks.setdefault("inputs", f"synthetic (seed {self.seed})")
+        rng = np.random.default_rng(self.seed)
+        batch = {}
+        for spec in specs:
+            shape = spec.get("shape")
+            if shape is None:
+                raise CRError(f"{self.ref} declares no shape for input {spec['name']!r}, so no check batch can be made",
+                              hint="add its shape to the model meta's inputs ([null, ...] for a dynamic batch)")
+            dims = [size] + [d if isinstance(d, int) and d > 0 else 16 for d in shape[1:]]  # 16: a dynamic dim
+            dtype = np.dtype(spec.get("dtype") or "float32")
+            if dtype.kind == "f":
+                batch[spec["name"]] = rng.standard_normal(dims).astype(dtype)
+            elif dtype.kind == "b":
+                batch[spec["name"]] = rng.integers(0, 2, dims).astype(dtype)
+            else:
+                batch[spec["name"]] = rng.integers(0, 10, dims).astype(dtype)
+        return batch
+
+    # -- onnx helpers ------------------------------------------------------------------
+
+    def _ort(self, path: str):
+        import onnxruntime as ort
+
+        self.tools["onnxruntime"] = ort.__version__
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        return ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+
+    def onnx_specs(self, path: str) -> tuple[list[dict], list[dict]]:
+        import onnx
+
+        self.tools["onnx"] = onnx.__version__
+        graph = onnx.load(path, load_external_data=False).graph
+        initializers = {i.name for i in graph.initializer}
+
+        def spec(value):
+            if not value.type.HasField("tensor_type"):  # a sequence or map (ZipMap): no tensor spec to give
+                return {"name": value.name, "shape": None, "dtype": None}
+            t = value.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim] if t.HasField("shape") else None
+            return {"name": value.name, "shape": dims, "dtype": _ONNX_DTYPES.get(t.elem_type, "float32")}
+
+        return [spec(v) for v in graph.input if v.name not in initializers], [spec(v) for v in graph.output]
+
+    def run_onnx(self, path: str, batch: dict) -> list:
+        session = self._ort(path)
+        return session.run(None, {i.name: batch[i.name] for i in session.get_inputs()})
+
+    # -- torch -> onnx -----------------------------------------------------------------
+
+    def step_export(self, source: str) -> str:
+        import torch
+
+        from ..backends.torch import TorchBackend
+
+        self.tools["torch"] = torch.__version__
+        torch.manual_seed(self.seed)
+        fmt = self.meta.get("format")
+        backend = TorchBackend()
+        backend.load(source, {**self.meta, "_dir": self.job["model"].get("dir")}, {})
+        specs = backend.inputs()
+        traced_batch, check_sizes = 2, (1, 3)
+        example = self.check_batch(specs, traced_batch)
+        reference = backend.run(example)
+        input_names = [s["name"] for s in specs]
+        declared = [t["name"] for t in self.meta.get("outputs") or []]
+        output_names = declared if len(declared) == len(reference) else (
+            ["output"] if len(reference) == 1 else [f"output_{i}" for i in range(len(reference))])
+        args = tuple(torch.from_numpy(example[n]) for n in input_names)
+        dynamo = self.options["dynamo"]
+        dynamo = fmt == "torch-exported" if dynamo is None else bool(dynamo)
+        self.options["dynamo"] = dynamo
+        opset = int(self.options["opset"])
+        out = os.path.join(self.out_dir, "exported.onnx")
+        axes = {n: {0: "N"} for n in input_names + output_names}
+        if fmt == "torch-exported":
+            program = torch.export.load(source)
+            self.tools["onnxscript"] = _version("onnxscript")
+            torch.onnx.export(program, args, out, dynamo=True, opset_version=opset,
+                              input_names=input_names, output_names=output_names, external_data=False)
+        elif dynamo:
+            self.tools["onnxscript"] = _version("onnxscript")
+            batch = torch.export.Dim("N")
+            torch.onnx.export(backend.model, args, out, dynamo=True, opset_version=opset, input_names=input_names,
+                              output_names=output_names, dynamic_shapes=tuple({0: batch} for _ in args), external_data=False)
+        else:
+            import warnings
+
+            with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice is not the user's problem
+                warnings.simplefilter("ignore")
+                torch.onnx.export(backend.model, args, out, dynamo=False, opset_version=opset, input_names=input_names,
+                                  output_names=output_names, dynamic_axes=axes)
+        inputs, outputs = self.onnx_specs(out)
+        fixed = [t["name"] for t in inputs + outputs if not t["shape"] or t["shape"][0] is not None]
+        if fixed:
+            raise CRError(
+                f"the exported ONNX graph of {self.ref} has a fixed batch on {', '.join(fixed)}",
+                hint=("export the program with dynamic_shapes={0: torch.export.Dim('N')} on its inputs" if fmt == "torch-exported"
+                      else "the model's forward() fixes the batch (e.g. x.view(2, -1)): use x.flatten(1), or try -O dynamo=true"),
+            )
+        diffs = {}
+        for size in check_sizes:
+            batch = self.check_batch(specs, size)
+            want = backend.run(batch)
+            try:
+                got = self.run_onnx(out, batch)
+            except Exception as exc:
+                raise CRError(f"the exported ONNX graph of {self.ref} fails on a batch of {size}: {_first_line(exc)}",
+                              hint="the model's forward() probably depends on the batch size it was traced with; try -O dynamo=true") from exc
+            diffs[str(size)] = _max_diff(want, got)
+        backend.close()
+        worst = max(diffs.values())
+        self.checks["export"] = {"against": "torch", "max_abs_diff": worst, "per_batch_size": diffs, "atol": self.atol,
+                                 "opset": opset, "exporter": "dynamo" if dynamo else "torchscript"}
+        if worst > self.atol:
+            raise CRError(f"the exported ONNX model differs from torch by up to {worst:.3g} (allowed {self.atol:g})",
+                          hint="some operator is exported inexactly; try -O dynamo=true or another -O opset, or raise -O atol")
+        return out
+
+    # -- onnx -> onnx --------------------------------------------------------------------
+
+    def step_optimize(self, source: str) -> str:
+        import onnxruntime as ort
+
+        out = os.path.join(self.out_dir, "optimized.onnx")
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = {
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }[self.options["level"]]
+        so.optimized_model_filepath = out
+        ort.InferenceSession(source, sess_options=so, providers=["CPUExecutionProvider"])
+        self.tools["onnxruntime"] = ort.__version__
+        inputs, _ = self.onnx_specs(source)
+        batch = self.check_batch(inputs, self._check_size(inputs))
+        worst = _max_diff(self.run_onnx(source, batch), self.run_onnx(out, batch))
+        self.checks["optimize"] = {"against": "the source onnx", "max_abs_diff": worst, "atol": self.atol,
+                                   "level": self.options["level"]}
+        if worst > self.atol:
+            raise CRError(f"the optimised model differs from its source by up to {worst:.3g} (allowed {self.atol:g})",
+                          hint="try a lower -O level (basic), or raise -O atol")
+        return out
+
+    @staticmethod
+    def _fixed_batch(specs: list[dict]) -> int | None:
+        fixed = {s["shape"][0] for s in specs if s.get("shape") and isinstance(s["shape"][0], int)}
+        return fixed.pop() if len(fixed) == 1 else None
+
+    def _check_size(self, specs: list[dict]) -> int:
+        return self._fixed_batch(specs) or 4
+
+    def step_quantize(self, source: str) -> str:
+        import numpy as np
+        from onnxruntime import quantization as q
+
+        o, mode = self.options, self.plan["quantization"]
+        inputs, _ = self.onnx_specs(source)
+        if o["preprocess"]:
+            pre = os.path.join(self.out_dir, "preprocessed.onnx")
+            try:
+                from onnxruntime.quantization.shape_inference import quant_pre_process
+
+                quant_pre_process(source, pre, skip_symbolic_shape=False)
+                self.checks["preprocess"] = "quant_pre_process"
+                to_quantize = pre
+            except Exception as exc:  # e.g. symbolic shape inference cannot follow an op: quantise as it is
+                self.checks["preprocess"] = f"skipped: {type(exc).__name__}: {_first_line(exc)}"
+                to_quantize = source
+        else:
+            self.checks["preprocess"] = "skipped (option preprocess=false)"
+            to_quantize = source
+        out = os.path.join(self.out_dir, "quantized.onnx")
+        weight = q.QuantType.QInt8 if o["weight_type"] == "int8" else q.QuantType.QUInt8
+        if mode == "dynamic":
+            q.quantize_dynamic(to_quantize, out, weight_type=weight, per_channel=bool(o["per_channel"]),
+                               reduce_range=bool(o["reduce_range"]))
+        else:
+            samples = self.samples()
+            if not samples:
+                raise CRError("static int8 quantisation needs calibration samples", hint="give --dataset REF")
+            if len(inputs) != 1:
+                raise CRError(f"{self.ref} has {len(inputs)} inputs; static quantisation calibrates models with one input "
+                              "from dataset samples", hint="use --quantization dynamic")
+            self.misfit(inputs[0])
+            name, dtype = inputs[0]["name"], inputs[0]["dtype"]
+            size = self._check_size(inputs) if self._fixed_batch(inputs) else 1
+            if len(samples) < size:
+                raise CRError(f"{self.ref} takes a fixed batch of {size}; {len(samples)} calibration samples do not fill one",
+                              hint=f"give --calibration-samples {size} or more")
+            groups = [np.stack(samples[i:i + size]).astype(dtype, copy=False) for i in range(0, len(samples) - size + 1, size)]
+
+            class Reader(q.CalibrationDataReader):
+                def __init__(self):
+                    self._items = iter([{name: group} for group in groups])
+
+                def get_next(self):
+                    return next(self._items, None)
+
+            method = {"minmax": q.CalibrationMethod.MinMax, "entropy": q.CalibrationMethod.Entropy,
+                      "percentile": q.CalibrationMethod.Percentile}[o["calibrate_method"]]
+            q.quantize_static(to_quantize, out, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=bool(o["per_channel"]),
+                              activation_type=q.QuantType.QInt8, weight_type=weight, calibrate_method=method,
+                              reduce_range=bool(o["reduce_range"]))
+            self.checks["calibration"] = {"samples": len(samples), "method": o["calibrate_method"]}
+        import onnx
+
+        ops = sorted({n.op_type for n in onnx.load(out, load_external_data=False).graph.node})
+        quantized_ops = [op for op in ops if op in ("QuantizeLinear", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger",
+                                                    "QLinearConv", "QLinearMatMul")]
+        if not quantized_ops:
+            raise CRError(f"onnxruntime quantised nothing in {self.ref} (its ops: {', '.join(ops)})",
+                          hint="dynamic quantisation covers MatMul/Gemm/Conv/LSTM/Attention; try --quantization static")
+        batch = self.check_batch(inputs, self._check_size(inputs))
+        want, got = self.run_onnx(source, batch), self.run_onnx(out, batch)
+        self.checks["quantize"] = {"against": "the fp32 onnx", "max_abs_diff": _max_diff(want, got),
+                                   "top1_agreement": _agreement(want, got), "quantized_ops": quantized_ops,
+                                   "source_bytes": os.path.getsize(source), "bytes": os.path.getsize(out)}
+        return out
+
+    # -- keras / savedmodel -> tflite -----------------------------------------------------
+
+    def step_tflite(self, source: str) -> str:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        import tensorflow as tf
+
+        self.tools["tensorflow"] = tf.__version__
+        fmt = self.meta.get("format")
+        if fmt == "keras":
+            import keras
+
+            self.tools["keras"] = keras.__version__
+            model = keras.models.load_model(source, compile=False)
+            converter = tf.lite.TFLiteConverter.from_keras_model(model)
+            in_specs = [{"name": t.name, "shape": [None, *[d for d in t.shape[1:]]], "dtype": str(t.dtype).replace("tf.", "")}
+                        for t in model.inputs]
+
+            def reference(batch):
+                out = model([batch[s["name"]] for s in in_specs] if len(in_specs) > 1 else batch[in_specs[0]["name"]], training=False)
+                return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else out.values() if isinstance(out, dict) else [out])]
+        else:
+            folder = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
+            converter = tf.lite.TFLiteConverter.from_saved_model(folder)
+            fn = tf.saved_model.load(folder).signatures["serving_default"]
+            kwargs = fn.structured_input_signature[1]
+            in_specs = [{"name": n, "shape": [None, *kwargs[n].shape.as_list()[1:]], "dtype": kwargs[n].dtype.name}
+                        for n in sorted(kwargs)]
+
+            def reference(batch):
+                out = fn(**{s["name"]: tf.constant(batch[s["name"]]) for s in in_specs})
+                return [out[k].numpy() for k in sorted(out)]
+        precision, mode = self.plan["precision"], self.plan["quantization"]
+        if precision == "int8":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            if mode == "static":
+                samples = self.samples()
+                if not samples:
+                    raise CRError("static int8 quantisation needs calibration samples", hint="give --dataset REF")
+                if len(in_specs) != 1:
+                    raise CRError(f"{self.ref} has {len(in_specs)} inputs; static quantisation calibrates models with one input",
+                                  hint="use --quantization dynamic")
+                self.misfit(in_specs[0])
+                dtype = in_specs[0]["dtype"]
+
+                def representative():
+                    for s in samples:
+                        yield [s[None].astype(dtype, copy=False)]
+
+                converter.representative_dataset = representative
+                ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+                if self.options["float_fallback"]:
+                    ops.append(tf.lite.OpsSet.TFLITE_BUILTINS)
+                converter.target_spec.supported_ops = ops
+                self.checks["calibration"] = {"samples": len(samples)}
+            # input and output stay float32: quantise/dequantise happen inside the model
+        out = os.path.join(self.out_dir, "converted.tflite")
+        with open(out, "wb") as f:
+            f.write(converter.convert())
+        batch = self.check_batch(in_specs, 3)
+        want = reference(batch)
+        got = self._run_tflite(out, [batch[s["name"]] for s in in_specs])
+        worst = _max_diff(want, got)
+        check = {"against": fmt, "max_abs_diff": worst}
+        if precision == "int8":
+            tensor_types = self._tflite_tensor_types(out)
+            check.update(top1_agreement=_agreement(want, got), tensor_dtypes=tensor_types)
+            if "int8" not in tensor_types:
+                raise CRError(f"the int8 conversion of {self.ref} produced no int8 tensors",
+                              hint="dynamic-range quantisation leaves weights under 1024 elements float; try --quantization static"
+                              if mode == "dynamic" else "the converter kept the model float; try -O float_fallback=true")
+        else:
+            check["atol"] = self.atol
+        self.checks["tflite"] = check
+        if precision == "fp32" and worst > self.atol:
+            raise CRError(f"the tflite model differs from {fmt} by up to {worst:.3g} (allowed {self.atol:g})", hint="raise -O atol")
+        return out
+
+    def _interpreter(self, path: str):
+        try:
+            import ai_edge_litert
+            from ai_edge_litert.interpreter import Interpreter
+
+            self.tools["ai-edge-litert"] = getattr(ai_edge_litert, "__version__", None) or _version("ai-edge-litert")
+        except ImportError:
+            import tensorflow as tf
+
+            Interpreter = tf.lite.Interpreter
+        return Interpreter(model_path=path)
+
+    def _run_tflite(self, path: str, arrays: list) -> list:
+        interp = self._interpreter(path)
+        details = interp.get_input_details()
+        for d, x in zip(details, arrays):
+            interp.resize_tensor_input(d["index"], list(x.shape))
+        interp.allocate_tensors()
+        for d, x in zip(details, arrays):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()
+        return [interp.get_tensor(d["index"]).copy() for d in interp.get_output_details()]
+
+    def _tflite_tensor_types(self, path: str) -> list[str]:
+        import numpy as np
+
+        return sorted({np.dtype(d["dtype"]).name for d in self._interpreter(path).get_tensor_details()})
+
+    def tflite_specs(self, path: str) -> tuple[list[dict], list[dict]]:
+        import numpy as np
+
+        interp = self._interpreter(path)
+
+        def spec(d):
+            sig = d.get("shape_signature")
+            shape = [int(x) for x in (sig if sig is not None and len(sig) else d["shape"])]
+            return {"name": d["name"], "shape": [None if x < 0 else x for x in shape], "dtype": np.dtype(d["dtype"]).name}
+
+        return [spec(d) for d in interp.get_input_details()], [spec(d) for d in interp.get_output_details()]
+
+    # -- onnx -> TensorRT plan ---------------------------------------------------------------
+
+    def step_trt(self, source: str) -> str:
+        if not _has_nvidia_gpu():
+            raise CRError("compiling to trt-plan needs an NVIDIA GPU and tensorrt; this machine has no NVIDIA GPU",
+                          hint="run cr compile --to trt-plan on the machine (GPU, TensorRT version) that will run the plan")
+        try:
+            from ..backends.tensorrt import build_plan
+        except ImportError as exc:
+            raise CRError(f"compiling to trt-plan needs an NVIDIA GPU and tensorrt; tensorrt cannot be imported here ({exc})",
+                          hint="install TensorRT (cr install software tensorrt, or pip install tensorrt) on this GPU host") from None
+        out = os.path.join(self.out_dir, "model.plan")
+        options = {k: v for k, v in self.options.items() if k != "atol"}
+        info = build_plan(source, out, options)
+        self.tools["tensorrt"] = _version("tensorrt")
+        self.checks["trt"] = info if isinstance(info, dict) else {}
+        return out
+
+    # -- what the output takes and gives --------------------------------------------------------
+
+    def io(self, path: str) -> dict:
+        """{"inputs", "outputs"} of the output file, named and laid out as the source meta says where it says."""
+        to = self.job["params"]["to"]
+        if to == "onnx":
+            inputs, outputs = self.onnx_specs(path)
+            declared = [t["name"] for t in self.meta.get("outputs") or []]
+            by_name = {t["name"]: t for t in outputs}
+            if declared and all(n in by_name for n in declared):  # backends run what the meta declares
+                outputs = [by_name[n] for n in declared]
+        elif to == "tflite":
+            inputs, outputs = self.tflite_specs(path)
+            # TFLite names tensors after the converter (serving_default_x:0); the tflite backend matches
+            # the meta's names in order, so the meta keeps the source's names where the counts agree
+            inputs = _renamed(inputs, self.meta.get("inputs"))
+            outputs = _renamed(outputs, self.meta.get("outputs"))
+        else:
+            found = self.checks.get("trt") or {}
+            inputs, outputs = found.get("inputs") or self.meta.get("inputs"), found.get("outputs") or self.meta.get("outputs")
+        return {"inputs": _with_layout(inputs, self.meta.get("inputs")), "outputs": _with_layout(outputs, self.meta.get("outputs"))}
+
+
+def _renamed(found: list[dict], declared: list[dict] | None) -> list[dict]:
+    if declared and len(declared) == len(found):
+        return [{**f, "name": d["name"]} for f, d in zip(found, declared)]
+    return [{**f, "name": f["name"].removeprefix("serving_default_").split(":")[0]} for f in found]
+
+
+def _with_layout(found: list[dict] | None, declared: list[dict] | None) -> list[dict] | None:
+    if found is None:
+        return None
+    declared = declared or []
+    by_name = {d["name"]: d for d in declared}
+    out = []
+    for i, f in enumerate(found):
+        if f.get("dtype") is None:
+            continue  # not a tensor (a ZipMap's sequence of maps): a meta's tensors cannot describe it
+        d = by_name.get(f["name"]) or (declared[i] if len(declared) == len(found) else {})
+        spec = {"name": f["name"], "shape": f.get("shape"), "dtype": f.get("dtype")}
+        if d.get("layout") and (not f.get("shape") or len(f["shape"]) == len(d.get("shape") or f["shape"])):
+            spec["layout"] = d["layout"]
+        out.append({k: v for k, v in spec.items() if v is not None})
+    return out
+
+
+def _has_nvidia_gpu() -> bool:
+    """An NVIDIA driver with at least one GPU (Linux: /proc/driver/nvidia/gpus; elsewhere nvidia-smi)."""
+    gpus = "/proc/driver/nvidia/gpus"
+    if os.path.isdir(gpus):
+        return bool(os.listdir(gpus))
+    if sys.platform.startswith("linux"):
+        return False
+    import shutil
+    import subprocess
+
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        return subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout.strip() != ""
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

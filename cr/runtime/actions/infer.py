@@ -1,0 +1,240 @@
+"""The run and validate actions' entries: inference on dataset samples or files.
+
+    run       (actions/run/meta.json)       decoded predictions for each sample
+    validate  (actions/validate/meta.json)  accuracy against the model's expected metrics,
+                                            and the raw outputs for a --parity comparison
+    compare                                 the parity comparison itself (numpy only)
+
+Every sample goes through the model meta's preprocess pipeline, the backend, then its
+postprocess pipeline, in batches of ``batch_size`` (the model's fixed batch is padded by
+repeating the last sample; padded rows are dropped from the outputs).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import CRError
+from ..backends.base import check_inputs
+from ..datasets import DatasetInputs, Sample
+from .common import as_list, fixed_batch, load_dataset, open_backend, postprocess, preprocess
+
+DEFAULT_BATCH = 32
+
+
+def _file_samples(paths: list[str]) -> list:
+    import numpy as np
+
+    samples = []
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise CRError(f"input file {p} does not exist", hint="give --input FILE with an existing image or .npy file")
+        data = np.load(path, allow_pickle=False) if path.suffix == ".npy" else str(path)
+        samples.append(Sample(path.name, data))
+    return samples
+
+
+def _infer(opened, samples: list, batch_size: int | None):
+    """[(sample, [raw output rows], [post-processed rows])] in sample order."""
+    import numpy as np
+
+    specs = opened.backend.inputs()
+    fixed = fixed_batch(opened.input_specs())
+    n = fixed or int(batch_size or DEFAULT_BATCH)
+    provider = DatasetInputs(samples, preprocess(opened.meta), opened.input_name(), n, pad_last=fixed is not None)
+    post = postprocess(opened.meta)
+    rows = []
+    prepare = getattr(opened.backend, "prepare", None)
+    for group, batch in zip(provider.groups(), provider.batches()):
+        check_inputs(specs, batch)
+        if callable(prepare):
+            prepare(batch)
+        raw = [np.asarray(o) for o in as_list(opened.backend.run(batch))]
+        done = post.apply_outputs(raw)
+        for i, sample in enumerate(group):
+            rows.append((sample, [o[i] for o in raw], [_row(d, i) for d in done]))
+    return rows
+
+
+def _row(value, i):
+    return value[i] if hasattr(value, "__getitem__") else value
+
+
+def _classes(scores, k: int, names: dict) -> list[dict]:
+    import numpy as np
+
+    scores = np.asarray(scores).reshape(-1)
+    top = np.argsort(-scores, kind="stable")[:k]
+    return [{"class": int(c), "label": names.get(str(int(c))), "score": float(scores[c])} for c in top]
+
+
+def _labels(meta: dict, dataset) -> dict:
+    names = meta.get("labels") if isinstance(meta.get("labels"), list) else []
+    out = {str(i): n for i, n in enumerate(names)}
+    if dataset is not None:
+        out.update(dataset.label_names)
+    return out
+
+
+def _detections(rows) -> list[dict]:
+    import numpy as np
+
+    dets = np.asarray(rows).reshape(-1, 5) if len(rows) else np.zeros((0, 5))
+    return [{"box": [float(v) for v in d[:4]], "score": float(d[4])} for d in dets]
+
+
+def run(job: dict) -> dict:
+    """cr run: predictions for dataset samples (--limit) or --input files."""
+    params = job.get("params") or {}
+    opened = open_backend(job)
+    try:
+        dataset = None
+        if params.get("inputs"):
+            samples = _file_samples(params["inputs"])
+        else:
+            dataset = load_dataset(job, limit=int(params.get("limit") or 8))
+            samples = dataset.samples
+        names = _labels(opened.meta, dataset)
+        task = opened.meta.get("task")
+        k = int(params.get("top_k") or 5)
+        predictions = []
+        for sample, _raw, post in _infer(opened, samples, params.get("batch_size")):
+            entry = {"id": sample.id, "label": sample.label}
+            if task == "detection":
+                entry["detections"] = _detections(post[0])
+            else:
+                entry["top"] = _classes(post[0], k, names)
+            predictions.append(entry)
+        info = opened.info()
+    finally:
+        opened.backend.close()
+    return {"predictions": predictions, "backend_info": info, "model_file": opened.model_file(),
+            "pipeline": opened.pipeline(), "inputs": _inputs_record(job, dataset, len(samples))}
+
+
+def _inputs_record(job, dataset, count) -> dict:
+    if dataset is None:
+        return {"provider": "files", "samples": count, "files": list((job.get("params") or {}).get("inputs") or [])}
+    return {"provider": "dataset", "dataset": dataset.ref, "split": dataset.split, "samples": count}
+
+
+def _check(name: str, value: float, expected: dict | None) -> dict:
+    if not expected:
+        return {"metric": name, "value": value, "expected": None, "ok": None}
+    want = float(expected["value"])
+    allowed = max(float(expected.get("abs", 0.0)), float(expected.get("rel", 0.0)) * abs(want))
+    return {"metric": name, "value": value, "expected": want, "abs": expected.get("abs"), "rel": expected.get("rel"),
+            "allowed": allowed, "diff": value - want, "ok": abs(value - want) <= allowed + 1e-12}
+
+
+def _classification(rows, expected: dict, k: int = 5) -> tuple[dict, list]:
+    import numpy as np
+
+    labelled = [(s, post) for s, _raw, post in rows if s.label is not None]
+    top1 = top5 = 0
+    misses = []
+    for sample, post in labelled:
+        scores = np.asarray(post[0]).reshape(-1)
+        order = np.argsort(-scores, kind="stable")[:k]
+        top1 += int(order[0] == sample.label)
+        top5 += int(sample.label in order)
+        if order[0] != sample.label and len(misses) < 20:
+            misses.append({"id": sample.id, "label": sample.label, "predicted": int(order[0])})
+    n = len(labelled)
+    metrics = {"task": "classification", "samples": n, "top1": top1 / n, "top5": top5 / n, "misses": misses}
+    checks = [_check(m, metrics[m], expected.get(m)) for m in ("top1", "top5") if m in expected]
+    return metrics, checks
+
+
+def _detection(rows, expected: dict, iou_threshold: float) -> tuple[dict, list]:
+    from ..detection import iou
+
+    objects = detections = matched = 0
+    ious = []
+    per_sample = []
+    for sample, _raw, post in rows:
+        if sample.boxes is None:
+            continue
+        dets = _detections(post[0])
+        objects += len(sample.boxes)
+        detections += len(dets)
+        used = set()
+        for gt in sample.boxes:
+            best, best_j = 0.0, None
+            for j, d in enumerate(dets):
+                if j not in used:
+                    v = float(iou(gt, d["box"]))
+                    if v > best:
+                        best, best_j = v, j
+            if best_j is not None and best >= iou_threshold:
+                used.add(best_j)
+                matched += 1
+                ious.append(best)
+        per_sample.append({"id": sample.id, "objects": len(sample.boxes), "detections": dets})
+    metrics = {
+        "task": "detection", "samples": len(per_sample), "objects": objects, "detections": detections,
+        "matched": matched, "iou_threshold": iou_threshold,
+        "recall": matched / objects if objects else 0.0,
+        "precision": matched / detections if detections else 0.0,
+        "mean_iou": sum(ious) / len(ious) if ious else 0.0,
+        "per_sample": per_sample,
+    }
+    checks = [_check(m, metrics[m], expected.get(m)) for m in ("recall", "precision", "mean_iou", "detections") if m in expected]
+    return metrics, checks
+
+
+def validate(job: dict) -> dict:
+    """cr validate: accuracy on the dataset, checked against the expected metrics."""
+    params = job.get("params") or {}
+    opened = open_backend(job)
+    try:
+        detection = opened.meta.get("task") == "detection"
+        dataset = load_dataset(job, limit=params.get("limit"), need="boxes" if detection else "labels")
+        rows = _infer(opened, dataset.samples, params.get("batch_size"))
+        expected = dict(opened.meta.get("expected") or {})
+        if detection:
+            metrics, checks = _detection(rows, expected, float(params.get("iou_threshold", 0.5)))
+        else:
+            metrics, checks = _classification(rows, expected)
+        info = opened.info()
+    finally:
+        opened.backend.close()
+    judged = [c for c in checks if c["ok"] is not None]
+    outcome = "PASS" if judged and all(c["ok"] for c in judged) else ("FAIL" if judged else "UNCHECKED")
+    out = {
+        "validation": {"outcome": outcome, "checks": checks, **metrics},
+        "backend_info": info, "model_file": opened.model_file(), "pipeline": opened.pipeline(),
+        "inputs": _inputs_record(job, dataset, len(rows)),
+    }
+    if params.get("keep_outputs"):
+        out["outputs"] = {"ids": [s.id for s, _r, _p in rows], "raw": [[o.tolist() for o in raw] for _s, raw, _p in rows]}
+    return out
+
+
+def compare(job: dict) -> dict:
+    """Parity: outputs of several backends on the same samples (job["runs"]: {backend: outputs})."""
+    import numpy as np
+
+    tolerance = float((job.get("params") or {}).get("parity_atol", 1e-4))
+    runs = job["runs"]
+    names = list(runs)
+    base = names[0]
+    ids = runs[base]["ids"]
+    pairs = []
+    for other in names[1:]:
+        if runs[other]["ids"] != ids:
+            raise CRError(f"backends {base} and {other} ran different samples", hint="this is a bug in cr: report it")
+        a = [np.asarray(r[0], dtype=np.float64) for r in runs[base]["raw"]]
+        b = [np.asarray(r[0], dtype=np.float64) for r in runs[other]["raw"]]
+        diffs = [float(np.max(np.abs(x - y))) if x.shape == y.shape else float("inf") for x, y in zip(a, b)]
+        agree = [int(np.argmax(x)) == int(np.argmax(y)) for x, y in zip(a, b)]
+        worst = int(np.argmax(diffs)) if diffs else 0
+        pairs.append({
+            "backends": [base, other], "samples": len(ids), "max_abs_diff": max(diffs) if diffs else 0.0,
+            "mean_max_abs_diff": float(np.mean(diffs)) if diffs else 0.0, "worst_sample": ids[worst] if ids else None,
+            "top1_agreement": sum(agree) / len(agree) if agree else 1.0,
+            "disagreements": [ids[i] for i, ok in enumerate(agree) if not ok][:20],
+            "ok": (max(diffs) if diffs else 0.0) <= tolerance and all(agree),
+        })
+    return {"parity": {"tolerance": tolerance, "reference": base, "pairs": pairs,
+                       "outcome": "PASS" if all(p["ok"] for p in pairs) else "FAIL"}}

@@ -1,0 +1,219 @@
+"""run_action(): a model (or a solution) + a backend + an action -> a job in the runtime child -> a result record.
+
+    from cr.runtime.host.actions import run_action
+    record = run_action("validate", "model:lenet-digits", backend="tflite", variant="tflite-int8")
+    record["validation"]["top1"], record["status"]
+
+What it settles before anything runs (each problem is a CRError naming it):
+  - the target: a model, or a solution naming its model, dataset, backend, options and
+    per-action params;
+  - the variant the backend runs (cr.runtime.variants.choose with the backend's FORMATS:
+    the backend class is imported, never its framework);
+  - the dataset (--dataset, else the solution's, else the model meta's "dataset") and split;
+  - the parameters: action meta defaults < solution params < the caller's, validated
+    against the action's schema;
+  - where it runs: a solution inside its lock, ``lock`` inside that lock, else this
+    interpreter.
+A run that starts and fails returns (and writes, with output) a record with status
+"failed"; a framework crash or hang is such a failure, never an exception here.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import CRError
+from .. import registry, variants
+from . import launch, record as records
+
+
+@dataclass
+class Target:
+    target: dict
+    model: dict
+    meta: dict  # the variant's effective meta
+    entry: registry.BackendEntry
+    options: dict
+    dataset: dict | None
+    split: str | None
+    layers: list = field(default_factory=list)
+
+    @property
+    def components(self) -> list[dict]:
+        out = [self.target] if self.target is not self.model else []
+        out.append(self.model)
+        if self.dataset is not None:
+            out.append(self.dataset)
+        return out
+
+
+def _params(action_ref: str, action_meta: dict, *layers: dict) -> dict:
+    params = dict(action_meta.get("defaults") or {})
+    for layer in layers:
+        params.update({k: v for k, v in (layer or {}).items() if v is not None})
+    schema = action_meta.get("parameters")
+    if schema:
+        import jsonschema
+
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=lambda e: list(e.path))
+        if errors:
+            e = errors[0]
+            where = "/".join(map(str, e.path)) or "parameters"
+            raise CRError(f"{action_ref.split(':')[1]} parameter {where}: {e.message}", hint=f"see the parameters of {action_ref} (cr show {action_ref})")
+    return params
+
+
+def _formats(entry: registry.BackendEntry):
+    """The formats the backend loads, None when unknown here.
+
+    A backend installed only in a lock's interpreter cannot be imported by `cr`: the main
+    file is then chosen, and the child checks the format when it loads the backend.
+    """
+    try:
+        return getattr(registry.load_class(entry), "FORMATS", None)
+    except registry.BackendError:
+        return None
+
+
+def prepare(ref: str, action: str, backend: str | None = None, variant: str | None = None,
+            dataset: str | None = None, split: str | None = None, backend_options: dict | None = None) -> Target:
+    """Settle model, variant, backend, dataset and per-action solution params for ref."""
+    from ...api import show
+
+    target = show(ref, verify=False)
+    options: dict = {}
+    layers: list[dict] = []
+    if target["kind"] == "solution":
+        sol = target["meta"]
+        if not sol.get("model"):
+            raise CRError(f"{target['ref']} names no model", hint="add \"model\": \"model:NAME@VERSION\" to its meta")
+        model = show(sol["model"], verify=False)
+        backend = backend or sol.get("backend")
+        options.update(sol.get("backend_options") or {})
+        variant = variant or (sol.get("pipeline") or {}).get("variant")
+        dataset = dataset or sol.get("dataset")
+        layers = [a.get("params") or {} for a in sol.get("actions") or [] if a.get("action") == action]
+    elif target["kind"] == "model":
+        model = target
+    else:
+        raise CRError(f"cannot {action} a {target['kind']} ({target['ref']})", hint=f"{action} a model or a solution")
+    if not backend:
+        raise CRError("no backend given", hint=f"give --backend NAME; available: {', '.join(registry.available())}")
+    entry = registry.find(backend)
+    options.update(backend_options or {})
+    formats = _formats(entry)
+    if target["kind"] == "model" and variant is None and formats is not None:
+        model = target = _loadable_version(ref, model, formats)
+    meta = variants.choose(model["meta"], formats, variant, backend=f"backend {backend!r}", ref=model["ref"])
+    model_dataset = model["meta"].get("dataset") or {}
+    dataset_ref = dataset or model_dataset.get("ref")
+    ds = show(dataset_ref, verify=False) if dataset_ref else None
+    if ds is not None and ds["kind"] != "dataset":
+        raise CRError(f"{ds['ref']} is a {ds['kind']}, not a dataset", hint="give --dataset dataset:NAME")
+    if split is None and ds is not None:
+        split = model_dataset.get("split") if (not dataset or dataset == model_dataset.get("ref")) else None
+        if split is None and (ds["meta"].get("split_by")):
+            split = "test"
+    return Target(target, model, meta, entry, options, ds, split, layers)
+
+
+def _loadable_version(ref: str, model: dict, formats) -> dict:
+    """The best version of ref with a variant the backend loads (e.g. the original torch
+    weights when a newer ``+onnx`` compile exists and the backend is torch); model if none."""
+    from ...api import matching, show
+
+    if any(variants.effective(model["meta"], n).get("format") in formats for n in variants.names(model["meta"])):
+        return model
+    for comp in matching(ref):
+        info = show(comp.ref, verify=False)
+        if any(variants.effective(info["meta"], n).get("format") in formats for n in variants.names(info["meta"])):
+            return info
+    return model
+
+
+def _where(target: Target, lock) -> tuple[dict | None, dict | None, str]:
+    """(lock, env, interpreter) the job runs with."""
+    if lock is None and target.target["kind"] == "solution":
+        from ...api import lock as resolve_lock
+        from ...resolve.compose import compose
+
+        the_lock = resolve_lock(target.target["ref"])
+        return the_lock, compose(the_lock), the_lock["interpreter"]  # compose refuses missing software
+    if lock is not None:
+        from ...api import env_for
+
+        the_lock, env = env_for(Path(lock))
+        return the_lock, env, the_lock["interpreter"]
+    from ..model import locate
+
+    locate(target.meta, target.model["path"], target.model["ref"])  # fail before starting a child
+    return None, None, sys.executable
+
+
+def job_for(target: Target, action: str, entry_point: str, params: dict) -> dict:
+    job = {
+        "format": 1,
+        "action": action,
+        "entry": entry_point,
+        "model": {"ref": target.model["ref"], "meta": target.meta, "dir": target.model["path"]},
+        "dataset": None,
+        "backend": {**target.entry.to_dict(), "options": target.options},
+        "params": params,
+    }
+    if target.dataset is not None:
+        job["dataset"] = {"ref": target.dataset["ref"], "meta": target.dataset["meta"], "dir": target.dataset["path"],
+                          "split": target.split}
+    return job
+
+
+def run_action(
+    action: str,
+    ref: str,
+    backend: str | None = None,
+    params: dict | None = None,
+    backend_options: dict | None = None,
+    variant: str | None = None,
+    dataset: str | None = None,
+    split: str | None = None,
+    lock: str | Path | None = None,
+    output: str | Path | None = None,
+    entry_point: str | None = None,
+    target: Target | None = None,
+) -> dict:
+    """Run one action in the runtime child; the result record (raw latencies as an int64 array)."""
+    from ...api import show
+
+    started = records.now()
+    action_ref = f"action:{action}"
+    action_info = show(action_ref, verify=False)
+    target = target or prepare(ref, action, backend, variant, dataset, split, backend_options)
+    params = _params(action_ref, action_info["meta"], *target.layers, params or {})
+    the_lock, env, python = _where(target, lock)
+    job = job_for(target, action, entry_point or action_info["meta"]["entry"], params)
+    record = records.new(
+        action,
+        [records.component_entry(c) for c in [*target.components, action_info]],
+        {**target.entry.to_dict(), "options": target.options, "info": None},
+        {**params, "backend": target.entry.name, "backend_options": target.options, "variant": target.meta.get("variant"),
+         "dataset": target.dataset["ref"] if target.dataset else None, "split": target.split},
+        the_lock,
+        started,
+    )
+    log_dir = None
+    if params.get("engine") == "loadgen":
+        # LoadGen's logs are kept beside the result (or in a temporary folder named in it)
+        log_dir = Path(output).with_name(Path(output).stem + ".loadgen") if output else Path(tempfile.mkdtemp(prefix="cr-loadgen-"))
+        if log_dir.exists():
+            shutil.rmtree(log_dir)
+        log_dir.mkdir(parents=True)
+        job["log_dir"] = str(log_dir.resolve())
+    result, latencies = launch.run_job(job, python=python, env=env, timeout=params.get("timeout_s"))
+    records.complete(record, result, latencies)
+    if log_dir is not None:
+        record["loadgen_logs"] = str(log_dir)
+    if output is not None:
+        records.write(record, output)
+    return record

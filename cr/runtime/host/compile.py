@@ -1,0 +1,325 @@
+"""compile_model(): convert a model in the runtime child and add the output to the local repo.
+
+    from cr.runtime.host.compile import compile_model
+    record = compile_model("model:lenet-digits", "onnx", variant="state-dict",
+                           params={"precision": "int8", "quantization": "static"})
+    record["status"], record["output"]["ref"]          # "ok", "model:lenet-digits@1.0.0+onnx.int8.static"
+
+What it settles before any child starts (each problem is a CRError naming it): the model
+and its source variant (cr.runtime.variants.choose over the formats the conversion
+reads, or ``variant``), the conversion (cr.runtime.actions.compile.plan), the parameters
+(action:compile's defaults < the caller's, checked against its schema), the output
+version, and that it is free in the local repo (``force`` replaces it), and the dataset
+when the conversion calibrates on samples (``dataset``, else the model meta's).
+
+The child writes the converted file into a temporary directory named in the job; the
+component is then assembled beside its final place in the local repo (a hidden directory,
+which searches skip) and renamed into place, so a failure leaves nothing behind.
+
+The output component: same name; version = the source's + a PEP 440 local label saying
+what was done (1.0.0+onnx, 1.0.0+onnx.opt, 1.0.0+onnx.int8.dynamic, 1.0.0+tflite.int8,
+1.0.0+trt; a source that has a label keeps it: 1.0.0+onnx -> 1.0.0+onnx.int8.static);
+meta = the source variant's effective meta with format, file, precision, inputs and
+outputs of the output, a new uid, files with sha256, no variants/source/architecture,
+and ``provenance`` {compiled_from {ref, uid, variant, format, file, sha256}, conversion,
+steps, options, checks, tools, cr_version, created, [source_expected], [source_provenance]}.
+An int8 output does not inherit the source's ``expected`` metrics (they are kept as
+provenance.source_expected): its accuracy is its own, to be measured by cr validate.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ...errors import Conflict, CRError, InvalidMeta
+from .. import variants
+from ..actions import compile as conversions
+from . import launch, record as records
+
+ACTION = "action:compile"
+# Software a model of each format needs to run; the source's own framework deps are replaced by these.
+RUNS_ON = {"onnx": ["software:onnxruntime@>=1.17"], "tflite": ["software:ai-edge-litert"], "trt-plan": ["software:tensorrt"]}
+FRAMEWORKS = {"onnxruntime", "onnx", "onnxscript", "torch", "tensorflow", "tensorflow-cpu", "keras", "ai-edge-litert",
+              "tflite-runtime", "tensorrt"}
+FORMAT_TAGS = {"onnx", "tflite", "torchscript", "pytorch", "torch", "keras", "savedmodel", "tensorflow", "trt", "tensorrt",
+               "trt-plan", "int8", "fp16", "fp32"}
+
+
+def _params(action_meta: dict, given: dict) -> dict:
+    params = dict(action_meta.get("defaults") or {})
+    params.update({k: v for k, v in given.items() if v is not None})
+    schema = action_meta.get("parameters")
+    if schema:
+        import jsonschema
+
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=lambda e: list(e.path))
+        if errors:
+            e = errors[0]
+            where = "/".join(map(str, e.path)) or "parameters"
+            raise CRError(f"compile parameter {where}: {e.message}", hint=f"see the parameters of {ACTION} (cr show {ACTION})")
+    return params
+
+
+def _source_variant(model: dict, to: str, variant: str | None) -> dict:
+    """The effective meta of the variant the conversion reads."""
+    meta, reads = model["meta"], conversions.READS.get(to)
+    if reads is None:
+        raise CRError(f"cannot compile to {to!r}; supported: {conversions.SUPPORTED}", hint="give --to onnx, tflite or trt-plan")
+    if variant is not None:
+        return variants.effective(meta, variant)  # plan() refuses its format when the conversion cannot read it
+    try:
+        return variants.choose(meta, reads, None, backend=f"compile --to {to}")
+    except CRError:
+        formats = sorted({variants.effective(meta, n).get("format") or "?" for n in variants.names(meta)}) or ["none"]
+        raise CRError(
+            f"cannot compile {model['ref']} from {', '.join(formats)} to {to}; supported: {conversions.SUPPORTED}",
+            hint="choose another --to, or add a variant in one of those source formats",
+        ) from None
+
+
+def _source_name(model: dict, source: dict) -> str:
+    """model:x@1.0.0, or model:x@1.0.0 variant NAME when that is not named after its format."""
+    return model["ref"] + (f" variant {source['variant']}" if source["variant"] != source.get("format") else "")
+
+
+def output_version(source_version: str, label: list[str]) -> str:
+    """source_version with the conversion's local label (a label the source has is kept in front)."""
+    public, _, local = source_version.partition("+")
+    parts = local.split(".") if local else []
+    if parts and label and parts[0] == label[0]:
+        label = label[1:]  # 1.0.0+onnx -> int8.dynamic, not onnx.onnx.int8.dynamic
+    return public + "+" + ".".join(parts + label) if parts + label else public
+
+
+def file_name(name: str, label: list[str], to: str) -> str:
+    """The output file: NAME.EXT, with what the label says beyond the format (lenet.int8.static.onnx)."""
+    return ".".join([name, *label[1:], conversions.EXTENSIONS[to]])
+
+
+def _dataset(model_meta: dict, given: str | None, needed: bool, what: str):
+    """The dataset component: required for calibration; otherwise (it only feeds the checks) None when absent."""
+    from ...api import show
+
+    ref = given or (model_meta.get("dataset") or {}).get("ref")
+    if ref is None:
+        if needed:
+            raise CRError(f"{what} needs calibration samples, and the model names no dataset",
+                          hint="give --dataset REF (a dataset whose samples the model's preprocess accepts)")
+        return None
+    try:
+        ds = show(ref, verify=False)
+    except CRError:
+        if needed or given:
+            raise
+        return None
+    if ds["kind"] != "dataset":
+        raise CRError(f"{ds['ref']} is a {ds['kind']}, not a dataset", hint="give --dataset dataset:NAME")
+    return ds
+
+
+def compile_model(
+    ref: str,
+    to: str,
+    variant: str | None = None,
+    params: dict | None = None,
+    version: str | None = None,
+    output: str | Path | None = None,
+    force: bool = False,
+) -> dict:
+    """Run the compile action; returns the result record (record["output"] names the new component).
+
+    params: precision, quantization, dataset, calibration_samples, options (the -O dict),
+    seed, timeout_s (see actions/compile/meta.json).
+    """
+    from ...api import show
+    from ...store import registry
+    from ...store.refs import parse_version
+    from ..model import locate, sha256
+
+    started = records.now()
+    action = show(ACTION, verify=False)
+    model = show(ref, verify=False)
+    if model["kind"] != "model":
+        raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
+    params = _params(action["meta"], {**(params or {}), "to": to, "variant": variant})
+    source = _source_variant(model, to, variant)
+    the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
+                                params.get("options"), _source_name(model, source))
+    version = version or output_version(model["version"], the_plan["label"])
+    parse_version(version)
+    name = model["name"]
+    out_ref = f"model:{name}@{version}"
+    local = registry.ensure_local_repo()
+    final_dir = local.component_dir("model", name, version)
+    if final_dir.exists() and not force:
+        raise Conflict(f"{out_ref} already exists in the local repo ({final_dir})",
+                       hint="give --force to replace it, or --version to choose another version")
+    located = locate(source, model["path"], model["ref"])  # fail before starting a child
+    source_file = {"file": located["path"], "sha256": sha256(located["path"])}  # what the child is given to read
+    what = f"{to} {the_plan['precision']}" + (f" ({the_plan['quantization']} quantisation)" if the_plan["quantization"] else "")
+    ds = _dataset(model["meta"], params.get("dataset"), the_plan["needs_dataset"], what)
+    components = [model] + ([ds] if ds else []) + [action]
+    record = records.new("compile", [records.component_entry(c) for c in components], None,
+                         {**params, "variant": source["variant"], "source_format": source.get("format"),
+                          "conversion": the_plan["conversion"], "options": the_plan["options"], "version": version,
+                          "force": force, "dataset": ds["ref"] if ds else None},
+                         None, started)
+    record.update(output=None, conversion=the_plan["conversion"], checks=None, tools=None, duration_s=None)
+    out_dir = tempfile.mkdtemp(prefix="cr-compile-")
+    clock = time.monotonic()
+    try:
+        job = {
+            "format": 1,
+            "action": "compile",
+            "entry": action["meta"]["entry"],
+            "model": {"ref": model["ref"], "meta": source, "dir": model["path"]},
+            "dataset": None,
+            "params": {**params, "to": to, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
+                       "options": the_plan["options"]},
+            "out_dir": out_dir,
+            "out_file": file_name(name, the_plan["label"], to),
+        }
+        if ds is not None:
+            split = "train" if ds["meta"].get("split_by") else "all"
+            # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
+            job["dataset"] = {"ref": ds["ref"], "meta": ds["meta"], "dir": ds["path"], "split": split,
+                              "limit": int(params["calibration_samples"]), "optional": not the_plan["needs_dataset"]}
+        result, _ = launch.run_job(job, python=sys.executable, timeout=params.get("timeout_s"))
+        records.complete(record, result, None)
+        record["checks"], record["tools"] = result.get("checks"), result.get("tools")
+        if record["status"] == "ok":
+            try:
+                record["output"] = _add_component(model, source, result, version, final_dir, out_dir, force, source_file,
+                                                  ds if the_plan["needs_dataset"] else None)
+            except CRError as exc:
+                record.update(status="failed", error={"kind": "error", "type": type(exc).__name__, "message": exc.message,
+                                                      "hint": exc.hint})
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        record["duration_s"] = round(time.monotonic() - clock, 3)
+    if output is not None:
+        records.write(record, output)
+    return record
+
+
+def _add_component(model: dict, source: dict, result: dict, version: str, final_dir: Path, out_dir: str,
+                   force: bool, source_file: dict, ds: dict | None) -> dict:
+    from ...__about__ import __version__
+    from ...api import open_index
+    from ...fsutil import atomic_write_bytes, json_bytes, sha256_file
+    from ...store.meta import validate
+
+    produced = result["output"]
+    staging = final_dir.parent / f".compile-{secrets.token_hex(4)}"
+    staging.mkdir(parents=True)
+    try:
+        shutil.copyfile(os.path.join(out_dir, produced["file"]), staging / produced["file"])
+        files = {produced["file"]: sha256_file(staging / produced["file"])}
+        if files[produced["file"]] != produced["sha256"]:
+            raise CRError(f"the compiled file changed on its way into the repo ({produced['file']})", hint="run the compile again")
+        labels = source.get("labels")
+        if isinstance(labels, str):  # a labels file travels with the model
+            src = Path(model["path"]) / labels
+            (staging / labels).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, staging / labels)
+            files[labels] = sha256_file(staging / labels)
+        meta = output_meta(model, source, result, version, files, source_file, ds, __version__)
+        problems = validate(meta, kind="model")
+        if problems:
+            raise InvalidMeta(f"the compiled model's meta is invalid: {problems[0]}", hint="this is a bug in cr compile; please report it")
+        atomic_write_bytes(staging / "meta.json", json_bytes(meta), durable=True)
+        old = None
+        if final_dir.exists():
+            if not force:
+                raise Conflict(f"model:{model['name']}@{version} already exists in the local repo ({final_dir})",
+                               hint="give --force to replace it")
+            old = final_dir.parent / f".replaced-{secrets.token_hex(4)}"
+            os.replace(final_dir, old)
+        try:
+            os.replace(staging, final_dir)
+        except OSError as exc:  # another compile put it there meanwhile
+            if old is not None:
+                try:
+                    os.replace(old, final_dir)
+                except OSError:
+                    pass
+            raise Conflict(f"cannot place model:{model['name']}@{version} at {final_dir}: {exc.strerror or exc}",
+                           hint="another compile may have written that version meanwhile; run again (with --force to replace it)") from None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    open_index(kind="model", name=model["name"]).close()  # index the new component now
+    return {"ref": f"model:{model['name']}@{version}", "uid": meta["uid"], "version": version, "path": str(final_dir),
+            "format": meta["format"], "precision": meta["precision"], "file": produced["file"], "files": files}
+
+
+def output_meta(model: dict, source: dict, result: dict, version: str, files: dict, source_file: dict,
+                ds: dict | None, cr_version: str) -> dict:
+    """The meta of the compiled component (see the module docstring)."""
+    produced = result["output"]
+    to, precision = produced["format"], produced["precision"]
+    dropped = {"uid", "kind", "name", "version", "tags", "description", "variants", "variant", "source", "file", "files",
+               "architecture", "format", "precision", "inputs", "outputs", "expected", "provenance", "deps"}
+    tags = [t for t in source.get("tags") or [] if t not in FORMAT_TAGS]
+    tags += [{"trt-plan": "tensorrt"}.get(to, to)] + ([precision] if precision != "fp32" else []) + ["compiled"]
+    runs_on = RUNS_ON[to]
+    built_with = (result.get("tools") or {}).get("tensorrt")
+    if to == "trt-plan" and built_with:  # a plan runs only on the TensorRT version that built it
+        runs_on = [f"software:tensorrt@=={built_with}"]
+    deps = [d for d in source.get("deps") or [] if _dep_name(d) not in FRAMEWORKS] + runs_on
+    description = (model["meta"].get("description") or model["name"]).rstrip()
+    meta = {
+        "uid": secrets.token_hex(8),
+        "kind": "model",
+        "name": model["name"],
+        "version": version,
+        "tags": list(dict.fromkeys(tags)),
+        "description": f"{description} [compiled by cr compile from {_source_name(model, source)} ({source.get('format')}) "
+                       f"to {to} {precision}]",
+        **({"license": source["license"]} if "license" in source else {}),
+        **({"task": source["task"]} if source.get("task") else {}),
+        "format": to,
+        "file": produced["file"],
+        "precision": precision,
+    }
+    for key in ("inputs", "outputs"):
+        if produced.get(key) is not None:
+            meta[key] = produced[key]
+    meta.update({k: v for k, v in source.items() if k not in dropped and k not in meta})
+    provenance = {
+        "compiled_from": {"ref": model["ref"], "uid": model["uid"], "variant": source["variant"], "format": source.get("format"),
+                          "precision": source.get("precision"), "file": os.path.basename(source_file["file"]),
+                          "sha256": source_file["sha256"]},
+        "conversion": result.get("conversion"),
+        "steps": result.get("steps"),
+        "options": result.get("options"),
+        "checks": result.get("checks"),
+        "tools": result.get("tools"),
+        "cr_version": cr_version,
+        "created": records.now(),
+    }
+    if ds is not None:
+        provenance["calibration_dataset"] = {"ref": ds["ref"], "uid": ds["uid"]}
+    if source.get("expected"):
+        if precision == "fp32" and source.get("precision", "fp32") == "fp32":
+            meta["expected"] = source["expected"]
+        else:
+            provenance["source_expected"] = source["expected"]
+    if source.get("provenance"):
+        provenance["source_provenance"] = source["provenance"]
+    meta["provenance"] = provenance
+    meta["deps"] = list(dict.fromkeys(deps))
+    meta["files"] = files
+    return meta
+
+
+def _dep_name(dep) -> str:
+    text = dep.get("ref", "") if isinstance(dep, dict) else str(dep)
+    return text.split(";")[0].split(":", 1)[-1].split("@")[0].strip()
