@@ -1,0 +1,167 @@
+"""The solution archive format (DESIGN.md "Archive", a contract): names, constants, manifest.
+
+An archive ``NAME-VERSION.cr.zip`` is a zip whose root is a component repository:
+
+    cr-repo.json                       name NAME-VERSION, default layout
+    <kind>/<name>/<version>/meta.json  the solution and every component it needs, with the
+    <kind>/<name>/<version>/...        files their meta lists (software recipes included, as
+                                       software/<name>/<version>/meta.json)
+    lock.json                          the lock it was benchmarked with (optional)
+    results/<uid>.json (+ side files)  reference results (optional)
+    manifest.json                      format, creator, solution, components, excluded
+                                       payloads, and path/size/sha256 of every other entry
+
+Entries are written in sorted order with manifest.json last, all with the same timestamp
+(1980-01-01), mode 0644 and deflate level, and no extra fields: packing the same solution
+twice gives the same bytes (with the same zlib).
+"""
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+from ..errors import CRError
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+REPO_FILE = "cr-repo.json"
+LOCK_FILE = "lock.json"
+RESULTS_DIR = "results"
+SUFFIX = ".cr.zip"
+
+DATE_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can say: nothing of the packing host
+FILE_MODE = 0o644
+COMPRESSLEVEL = 6  # zlib's default: Info-ZIP's speed, and ~all the gain of level 9
+CHUNK = 1 << 20
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_SAFE_STEM = re.compile(r"[^a-z0-9._-]+")
+
+
+class ArchiveError(CRError):
+    """An archive that cannot be packed or must not be unpacked."""
+
+
+def stem(name: str, version: str) -> str:
+    """NAME-VERSION as a repository name (lowercase; characters a repo name refuses become '-')."""
+    text = _SAFE_STEM.sub("-", f"{name}-{version}".lower()).strip("._-")
+    return text[:128].rstrip("._-")
+
+
+def file_name(name: str, version: str) -> str:
+    return stem(name, version) + SUFFIX
+
+
+def unsafe_name(name: str) -> str | None:
+    """Why an entry name cannot be written inside a target directory, or None when it is safe.
+
+    Refused: empty names, absolute paths, drive letters and other colons, backslashes,
+    control characters, '.' / '..' / empty components (and so directory entries, which end
+    with '/'), over-long names.
+    """
+    if not name:
+        return "has an empty name"
+    if name.startswith("/"):
+        return "is an absolute path"
+    if _DRIVE.match(name):
+        return "starts with a drive letter"
+    if "\\" in name:
+        return "contains a backslash (a Windows path separator)"
+    if ":" in name:
+        return "contains ':' (a drive or stream separator on Windows)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "contains a control character"
+    parts = name.split("/")
+    if ".." in parts:
+        return "escapes the target ('..')"
+    if name.endswith("/"):
+        return "is a directory entry (archives hold files only)"
+    if any(p in ("", ".") for p in parts):
+        return "has an empty or '.' path component"
+    if len(name.encode("utf-8")) > 1024 or any(len(p.encode("utf-8")) > 255 for p in parts):
+        return "is too long"
+    return None
+
+
+def name_key(name: str) -> str:
+    """Names that one file system may store as the same file (case, Unicode normal form)."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def manifest_bytes(manifest: dict) -> bytes:
+    """The manifest as stored: sorted keys, 1-space indent, a final newline (stable bytes)."""
+    return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def record_bytes(data: object) -> bytes:
+    """A JSON document the packer creates (cr-repo.json, a lock or result given as a dict)."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def parse_manifest(data: bytes, where: str) -> dict:
+    """The manifest from its bytes, checked for shape; ArchiveError naming what is wrong.
+
+    A format other than FORMAT is refused before anything else is looked at: a newer
+    format may mean things this reefkit cannot check.
+    """
+    hint = "the archive is damaged or was not made by cr pack; nothing was unpacked"
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ArchiveError(f"refused {where}: {MANIFEST} is not valid JSON ({exc})", hint=hint) from None
+    if not isinstance(manifest, dict):
+        raise ArchiveError(f"refused {where}: {MANIFEST} is not a JSON object", hint=hint)
+    fmt = manifest.get("format")
+    if fmt != FORMAT:
+        raise ArchiveError(
+            f"refused {where}: {MANIFEST} has unknown archive format {fmt!r} (this reefkit reads format {FORMAT})",
+            hint=f"it was made by {manifest.get('created_by', 'another tool')!s:.60}; upgrade reefkit to unpack it",
+        )
+    solution = manifest.get("solution")
+    if not (isinstance(solution, dict) and all(isinstance(solution.get(k), str) for k in ("ref", "name", "version"))):
+        raise ArchiveError(f"refused {where}: {MANIFEST} /solution must name the solution (ref, name, version)", hint=hint)
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        raise ArchiveError(f"refused {where}: {MANIFEST} /files must be a list", hint=hint)
+    for i, entry in enumerate(files):
+        ok = (
+            isinstance(entry, dict) and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("size"), int) and not isinstance(entry.get("size"), bool) and entry["size"] >= 0
+            and isinstance(entry.get("sha256"), str) and _HEX64.match(entry["sha256"])
+        )
+        if not ok:
+            raise ArchiveError(f"refused {where}: {MANIFEST} /files/{i} must be {{path, size, sha256}}, found {str(entry)[:80]}", hint=hint)
+    for key in ("components", "excluded", "results"):
+        if not isinstance(manifest.get(key, []), list):
+            raise ArchiveError(f"refused {where}: {MANIFEST} /{key} must be a list", hint=hint)
+    for i, entry in enumerate(manifest.get("excluded", [])):
+        # printed to the user, with a command to run: only plain text, and only cr install
+        if not _plain_excluded(entry):
+            raise ArchiveError(f"refused {where}: {MANIFEST} /excluded/{i} is not {{ref, reason, ...}} in plain text, "
+                               f"with install 'cr install software:NAME'", hint=hint)
+    if not all(isinstance(r, str) for r in manifest.get("results", [])):
+        raise ArchiveError(f"refused {where}: {MANIFEST} /results must list paths", hint=hint)
+    return manifest
+
+
+_INSTALL = re.compile(r"^cr install software:[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$")
+_EXCLUDED_TEXT = ("ref", "reason", "install", "homepage", "package", "package_version", "url")
+
+
+def _plain_excluded(entry: object) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("ref"), str) or not isinstance(entry.get("reason"), str):
+        return False
+    texts = [entry.get(k, "") for k in _EXCLUDED_TEXT]
+    files = entry.get("files", [])
+    if not isinstance(files, list):
+        return False
+    texts += files
+    if not all(isinstance(t, str) and len(t) <= 2000 and not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in t) for t in texts):
+        return False
+    return "install" not in entry or bool(_INSTALL.match(entry["install"]))
+
+
+def is_sha256(text: object) -> bool:
+    return isinstance(text, str) and bool(_HEX64.match(text))

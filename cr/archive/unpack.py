@@ -1,0 +1,505 @@
+"""cr unpack: verify a solution archive completely, then make it a registered repository.
+
+Order of work, so that a bad archive leaves nothing behind:
+  1. the zip's directory: every entry name, type, flag and size, duplicates, overlaps,
+     limits (entries, per entry, total, compression ratio); the manifest's format and
+     that it lists exactly the entries there are, with their sizes;
+  2. extraction into a fresh temp directory beside the target, each entry streamed,
+     counted and hashed (its CRC checked by zipfile too) and compared with the manifest;
+  3. the contents: cr-repo.json, every component meta (schema, place, the sha256 of
+     its files), the lock and the result records;
+  4. one rename makes the directory visible; then it is registered as a repository.
+Any failure before 4 removes the temp directory. Nothing from the archive is executed
+or imported: metas and records are parsed as JSON, nothing more.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import zipfile
+import zlib
+from pathlib import Path
+
+from ..errors import CRError
+from ..events import reporter
+from .format import (
+    CHUNK, LOCK_FILE, MANIFEST, REPO_FILE, RESULTS_DIR, ArchiveError, name_key, parse_manifest, stem, unsafe_name,
+)
+from .limits import DEFAULT, Limits, human
+
+_UNSAFE_HINT = "the archive is unsafe or damaged; nothing was unpacked"
+_LOCAL_HEADER = 30  # bytes of a zip local file header before its name
+
+
+def _refuse(where: str, what: str, hint: str = _UNSAFE_HINT) -> ArchiveError:
+    return ArchiveError(f"refused {where}: {what}", hint=hint)
+
+
+def _entry(where: str, name: str, why: str, hint: str = _UNSAFE_HINT) -> ArchiveError:
+    return _refuse(where, f"entry {name!r} {why}", hint)
+
+
+def _limit_hint(option: str) -> str:
+    return f"if you trust this archive, raise the limit: cr unpack FILE {option} SIZE (nothing was unpacked)"
+
+
+def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: Limits | None = None, force: bool = False) -> dict:
+    """Verify and unpack an archive into target_repo_dir (default CR_HOME/archives/NAME-VERSION)
+    and register it as a repository; returns what was unpacked.
+
+    The same archive (same manifest) already unpacked there is reused as it is. Another
+    archive of the same solution name and version is refused unless force, which
+    replaces it (and its registration). ArchiveError for any refusal, naming the entry.
+    """
+    from ..paths import ensure_home
+    from ..store import registry
+
+    limits = limits or DEFAULT
+    path = Path(path).expanduser()
+    where = path.name
+    if not path.is_file():
+        raise CRError(f"archive {path} does not exist", hint="give the path of a NAME-VERSION.cr.zip file")
+    home = ensure_home()
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise _refuse(where, f"it is not a zip archive or it is truncated ({exc})", "download or copy it again; nothing was unpacked") from None
+    with zf:
+        members = _scan(zf, where, limits)
+        manifest_data = _read_small(zf, members[MANIFEST], where, limits.max_manifest_bytes)
+        manifest = parse_manifest(manifest_data, where)
+        listed = _check_listing(members, manifest, where)
+        solution = _check_layout(members, manifest, where)
+        repo_name = manifest["repo"]
+        target = Path(os.path.abspath(Path(target_repo_dir).expanduser())) if target_repo_dir else home / "archives" / repo_name
+        total = sum(members[n].file_size for n in listed)
+        info = {
+            "archive": str(path.absolute()), "target": str(target), "repo": repo_name, "solution": solution,
+            "components": [c["ref"] for c in manifest.get("components", [])], "excluded": manifest.get("excluded", []),
+            "lock": str(target / LOCK_FILE) if manifest.get("lock") else None,
+            "results": [str(target / r) for r in manifest.get("results", [])],
+            "files": len(listed), "bytes": total, "reused": False, "replaced": False, "unregistered": [],
+        }
+        state = _target_state(target)
+        if state == "other":
+            raise ArchiveError(f"cannot unpack into {target}: it exists and is not an unpacked reefkit archive",
+                               hint="choose a new or empty directory with --into")
+        same = state == "archive" and _sha(target / MANIFEST) == hashlib.sha256(manifest_data).hexdigest()
+        if state == "archive" and not same and not force:
+            raise ArchiveError(
+                f"{target} already holds another archive of {solution} (its manifest differs)",
+                hint="unpack with --force to replace it, or into another directory with --into",
+            )
+        stale = _registration_conflicts(registry.registered(home), repo_name, target, force)
+        if same:
+            info["reused"] = True
+        else:
+            created = _missing_dirs(target.parent)
+            _check_space(target, total, where)
+            tmp = None
+            try:
+                tmp = _extract(zf, members, listed, manifest_data, target, where)
+                _check_contents(tmp, manifest, listed, where)
+                info["replaced"] = _commit(tmp, target, state)
+            except BaseException:
+                if tmp is not None:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                for made in created:  # deepest first
+                    _remove_empty(made)
+                raise
+    for repo in stale:
+        registry.unregister(repo.name, home)
+        info["unregistered"].append({"name": repo.name, "path": str(repo.path)})
+    if not any(r.name == repo_name and r.path == target for r in registry.registered(home)):
+        from ..api import repo_add
+
+        try:
+            repo_add(target)
+        except BaseException:
+            if not info["reused"] and not info["replaced"]:
+                shutil.rmtree(target, ignore_errors=True)  # nothing half-done stays behind
+            raise
+    return info
+
+
+# -- 1. the zip's directory and the manifest --------------------------------------------
+
+def _scan(zf: zipfile.ZipFile, where: str, limits: Limits) -> dict[str, zipfile.ZipInfo]:
+    """Every entry by name, once each entry passed every check on the directory alone."""
+    infos = zf.infolist()
+    if len(infos) > limits.max_entries:
+        raise _refuse(where, f"it holds {len(infos)} entries, over the limit of {limits.max_entries}", _limit_hint("--max-entries"))
+    members: dict[str, zipfile.ZipInfo] = {}
+    keys: dict[str, str] = {}
+    total = 0
+    for info in infos:
+        name = info.orig_filename
+        why = unsafe_name(name) or _type_problem(info)
+        if why is None and info.filename != name:
+            why = "contains a NUL character"
+        if why is not None:
+            raise _entry(where, name, why)
+        if name in members:
+            raise _entry(where, name, "appears twice (duplicate entries)")
+        key = name_key(name)
+        if key in keys:
+            raise _entry(where, name, f"collides with entry {keys[key]!r} (the same file on a case-insensitive file system)")
+        members[name], keys[key] = info, name
+        if info.file_size > limits.max_entry_bytes:
+            raise _entry(where, name, f"unpacks to {human(info.file_size)}, over the limit of {human(limits.max_entry_bytes)} per entry",
+                         _limit_hint("--max-entry-size"))
+        if info.file_size >= limits.ratio_min_bytes and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+            ratio = info.file_size / max(info.compress_size, 1)
+            raise _entry(where, name, f"inflates {ratio:.0f} times (over the limit of {limits.max_ratio:g}): a zip bomb?",
+                         _limit_hint("--max-ratio"))
+        total += info.file_size
+        if total > limits.max_total_bytes:
+            raise _entry(where, name, f"takes the archive over the limit of {human(limits.max_total_bytes)} unpacked",
+                         _limit_hint("--max-total-size"))
+    for name in members:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            prefix = "/".join(parts[:i])
+            if prefix in members:
+                raise _entry(where, prefix, f"is a file, but entry {name!r} needs it to be a directory")
+    _check_overlaps(infos, zf, where)
+    if MANIFEST not in members:
+        raise _refuse(where, f"it holds no {MANIFEST}: not a reefkit solution archive", "make archives with cr pack; nothing was unpacked")
+    return members
+
+
+def _type_problem(info: zipfile.ZipInfo) -> str | None:
+    mode = info.external_attr >> 16
+    kind = stat.S_IFMT(mode)
+    if kind == stat.S_IFLNK:
+        return "is a symbolic link"
+    if kind == stat.S_IFDIR or info.external_attr & 0x10:
+        return "is a directory entry (archives hold files only)"
+    if kind not in (0, stat.S_IFREG):
+        return "is a special file (device, FIFO, socket or link)"
+    if info.flag_bits & 0x1:
+        return "is encrypted"
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return f"uses compression method {info.compress_type} (archives use deflate or none)"
+    return None
+
+
+def _check_overlaps(infos: list[zipfile.ZipInfo], zf: zipfile.ZipFile, where: str) -> None:
+    """Entries whose data overlap (two names for the same bytes: the zip way of a hard
+    link, and the trick of the worst zip bombs) or run into the zip's directory."""
+    ordered = sorted(infos, key=lambda i: i.header_offset)
+    for a, b in zip(ordered, ordered[1:] + [None]):
+        encoding = "utf-8" if a.flag_bits & 0x800 else "cp437"
+        try:
+            name_len = len(a.orig_filename.encode(encoding))
+        except UnicodeEncodeError:
+            name_len = len(a.orig_filename.encode("utf-8"))
+        end = a.header_offset + _LOCAL_HEADER + name_len + a.compress_size
+        if b is not None and end > b.header_offset:
+            raise _entry(where, b.orig_filename, f"shares its bytes with entry {a.orig_filename!r} (overlapping entries: a hard link or a zip bomb)")
+        if b is None and end > getattr(zf, "start_dir", end):
+            raise _entry(where, a.orig_filename, "runs into the zip's directory (corrupt or crafted archive)")
+
+
+def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, limit: int) -> bytes:
+    if info.file_size > limit:
+        raise _entry(where, info.orig_filename, f"is {human(info.file_size)}, over the limit of {human(limit)}")
+    try:
+        with zf.open(info) as src:
+            data = src.read(limit + 1)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+        raise _entry(where, info.orig_filename, f"is corrupt ({exc})") from None
+    if len(data) != info.file_size:
+        raise _entry(where, info.orig_filename, f"holds {len(data)} bytes, its header says {info.file_size}")
+    return data
+
+
+def _check_listing(members: dict, manifest: dict, where: str) -> dict[str, dict]:
+    """The manifest's files by path: exactly the entries there are (less the manifest), same sizes."""
+    listed: dict[str, dict] = {}
+    for item in manifest["files"]:
+        name = item["path"]
+        why = unsafe_name(name) or ("is the manifest itself" if name == MANIFEST else None)
+        if why is not None:
+            raise _refuse(where, f"{MANIFEST} lists {name!r}, which {why}")
+        if name in listed:
+            raise _refuse(where, f"{MANIFEST} lists {name!r} twice")
+        listed[name] = item
+    for name, info in members.items():
+        if name != MANIFEST and name not in listed:
+            raise _entry(where, name, f"is not listed in {MANIFEST}")
+    for name, item in listed.items():
+        if name not in members:
+            raise _entry(where, name, f"is listed in {MANIFEST} but missing from the archive")
+        if members[name].file_size != item["size"]:
+            raise _entry(where, name, f"has {members[name].file_size} bytes, {MANIFEST} says {item['size']} (size mismatch)")
+    return listed
+
+
+def _check_layout(members: dict, manifest: dict, where: str) -> str:
+    """Every entry where the format puts it; returns the solution's ref."""
+    from ..errors import InvalidRef
+    from ..store.refs import KINDS, check_name, parse_version
+
+    sol = manifest["solution"]
+    try:
+        check_name(sol["name"])
+        parse_version(sol["version"])
+    except InvalidRef as exc:
+        raise _refuse(where, f"{MANIFEST} /solution: {exc.message}") from None
+    if manifest.get("repo") != stem(sol["name"], sol["version"]):
+        raise _refuse(where, f"{MANIFEST} /repo must be {stem(sol['name'], sol['version'])!r}, found {manifest.get('repo')!r}")
+    dirs = set()
+    for comp in manifest.get("components", []):
+        cpath = comp.get("path") if isinstance(comp, dict) else None
+        parts = cpath.split("/") if isinstance(cpath, str) else []
+        if len(parts) != 3 or parts[0] not in KINDS or unsafe_name(cpath) or not isinstance(comp.get("ref"), str):
+            raise _refuse(where, f"{MANIFEST} lists a component at {cpath!r}, which is not <kind>/<name>/<version>")
+        if f"{cpath}/meta.json" not in members:
+            raise _entry(where, f"{cpath}/meta.json", f"is missing: {MANIFEST} lists the component {comp['ref']}")
+        dirs.add(cpath)
+    solution_dir = f"solution/{sol['name']}/{sol['version']}"
+    if solution_dir not in dirs:
+        raise _refuse(where, f"{MANIFEST} does not list the solution's own directory {solution_dir}")
+    if REPO_FILE not in members:
+        raise _refuse(where, f"it holds no {REPO_FILE}")
+    for name in members:
+        parts = name.split("/")
+        if name in (MANIFEST, REPO_FILE, LOCK_FILE) or (parts[0] == RESULTS_DIR and len(parts) == 2):
+            continue
+        if len(parts) >= 4 and "/".join(parts[:3]) in dirs:
+            continue
+        raise _entry(where, name, "is outside the archive layout (<kind>/<name>/<version>/..., results/, lock.json)")
+    return f"solution:{sol['name']}@{sol['version']}"
+
+
+# -- 2. extraction ----------------------------------------------------------------------
+
+def _target_state(target: Path) -> str:
+    """'absent', 'empty', 'archive' (an earlier unpack) or 'other'."""
+    if not target.exists() and not target.is_symlink():
+        return "absent"
+    if target.is_symlink() or not target.is_dir():
+        return "other"
+    if not any(target.iterdir()):
+        return "empty"
+    if (target / MANIFEST).is_file() and (target / REPO_FILE).is_file():
+        return "archive"
+    return "other"
+
+
+def _registration_conflicts(registered, repo_name: str, target: Path, force: bool) -> list:
+    """Registered repos that must go for this one (force), else ArchiveError."""
+    stale = []
+    for repo in registered:
+        if repo.name == repo_name and repo.path != target:
+            if not force:
+                raise ArchiveError(
+                    f"a repository named {repo_name} is already registered ({repo.path})",
+                    hint=f"unpack there (--into {repo.path}), replace it with --force, or remove it: cr repo rm {repo_name}",
+                )
+            stale.append(repo)
+        elif repo.path == target and repo.name != repo_name and force:
+            stale.append(repo)  # an earlier archive of another solution in the same directory
+    return stale
+
+
+def _check_space(target: Path, total: int, where: str) -> None:
+    probe = target.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return
+    if total > free:
+        raise _refuse(where, f"it unpacks to {human(total)}, but {probe} has only {human(free)} free", "free some space or use --into elsewhere")
+
+
+def _extract(zf, members: dict, listed: dict, manifest_data: bytes, target: Path, where: str) -> Path:
+    """A temp directory beside target holding every listed entry, each verified."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_dir(target.parent, f".{target.name}.unpack-")
+    except OSError as exc:
+        raise CRError(f"cannot create {target.parent} ({exc.strerror or exc})", hint="choose a writable place with --into") from None
+    try:
+        order = sorted(listed, key=lambda n: members[n].header_offset)  # one pass through the file
+        total = sum(listed[n]["size"] for n in order)
+        done = 0
+        for name in order:
+            _extract_one(zf, members[name], listed[name], tmp, where)
+            done += listed[name]["size"]
+            reporter().progress(f"unpack {where}", done, total)
+        _write_new(tmp / MANIFEST, manifest_data)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+def _write_new(dest: Path, data: bytes) -> None:
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def _extract_one(zf, info: zipfile.ZipInfo, item: dict, tmp: Path, where: str) -> None:
+    name = info.orig_filename
+    dest = tmp.joinpath(*name.split("/"))
+    h = hashlib.sha256()
+    size, expected = 0, item["size"]
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise _entry(where, name, f"cannot be written ({exc.strerror or exc})", "check the target's file system; nothing was unpacked") from None
+    try:
+        with os.fdopen(fd, "wb") as out, zf.open(info) as src:
+            while True:
+                block = src.read(CHUNK)
+                if not block:
+                    break
+                size += len(block)
+                if size > expected:
+                    raise _entry(where, name, f"inflates to more than the {expected} bytes {MANIFEST} says (size mismatch)")
+                h.update(block)
+                out.write(block)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+        raise _entry(where, name, f"is corrupt ({exc})") from None
+    except OSError as exc:
+        raise _entry(where, name, f"cannot be read or written ({exc.strerror or exc})", "the archive is damaged or the disk is full; nothing was unpacked") from None
+    if size != expected:
+        raise _entry(where, name, f"holds {size} bytes, {MANIFEST} says {expected} (size mismatch or truncated)")
+    if h.hexdigest() != item["sha256"]:
+        raise _entry(where, name, f"does not match its sha256 in {MANIFEST} (expected {item['sha256'][:12]}..., found {h.hexdigest()[:12]}...)")
+
+
+# -- 3. contents ------------------------------------------------------------------------
+
+def _check_contents(tmp: Path, manifest: dict, listed: dict, where: str) -> None:
+    """cr-repo.json, every meta and its files' checksums, the lock, the records."""
+    from ..resolve.lock import component_sha256
+    from ..store.meta import validate, validate_repo_meta
+
+    repo_meta = _json(tmp / REPO_FILE, REPO_FILE, where)
+    problems = validate_repo_meta(repo_meta, REPO_FILE)
+    if problems:
+        raise _entry(where, REPO_FILE, f"is invalid: {problems[0].pointer or '/'} {problems[0].message}")
+    if repo_meta.get("name") != manifest["repo"] or repo_meta.get("layout", "kind/name/version") != "kind/name/version":
+        raise _entry(where, REPO_FILE, f"must name the repository {manifest['repo']!r} with the default layout")
+    excluded = {}
+    for entry in manifest.get("excluded", []):
+        if isinstance(entry, dict) and isinstance(entry.get("ref"), str):
+            excluded[entry["ref"]] = set(f for f in entry.get("files", []) if isinstance(f, str))
+    for comp in manifest["components"]:
+        cpath = comp["path"]
+        name = f"{cpath}/meta.json"
+        meta = _json(tmp / name, name, where)
+        problems = validate(meta, name)
+        if problems:
+            raise _entry(where, name, f"is invalid: {problems[0].pointer or '/'} {problems[0].message}")
+        if f"{meta['kind']}/{meta['name']}/{meta['version']}" != cpath:
+            raise _entry(where, name, f"describes {meta['kind']}:{meta['name']}@{meta['version']}, which does not belong at {cpath}")
+        ref = f"{meta['kind']}:{meta['name']}@{meta['version']}"
+        if comp["ref"] != ref or (comp.get("uid") and comp["uid"] != meta.get("uid")):
+            raise _entry(where, name, f"is {ref} uid {meta.get('uid')}, {MANIFEST} says {comp['ref']} uid {comp.get('uid')}")
+        if comp.get("sha256") and comp["sha256"] != component_sha256(meta):
+            raise _entry(where, name, f"does not match the component sha256 in {MANIFEST}")
+        for rel, sha in sorted((meta.get("files") or {}).items()):
+            arc = f"{cpath}/{rel}"
+            if arc in listed:
+                if listed[arc]["sha256"] != sha:
+                    raise _entry(where, arc, f"has sha256 {listed[arc]['sha256'][:12]}... in {MANIFEST}, but {ref} lists {str(sha)[:12]}...")
+            elif rel not in excluded.get(ref, ()):
+                raise _entry(where, arc, f"is missing: {ref} lists it, and {MANIFEST} does not say it was left out")
+    if manifest.get("lock"):
+        from ..resolve.lock import load_lock
+
+        try:
+            load_lock(tmp / LOCK_FILE)
+        except CRError as exc:
+            raise _entry(where, LOCK_FILE, f"is not a valid lock ({exc.message.split(': ', 1)[-1]})") from None
+    for name in manifest.get("results", []):
+        if name not in listed:
+            raise _refuse(where, f"{MANIFEST} names the result {name!r}, which the archive does not hold")
+        if not isinstance(_json(tmp / name, name, where), dict):
+            raise _entry(where, name, "is not a result record (a JSON object)")
+
+
+def _json(path: Path, name: str, where: str):
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise _entry(where, name, "is missing") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _entry(where, name, f"is not valid JSON ({exc})") from None
+
+
+# -- 4. making it visible -----------------------------------------------------------------
+
+def _commit(tmp: Path, target: Path, state: str) -> bool:
+    """Rename tmp to target (replacing an earlier archive there); True when one was replaced."""
+    if state == "empty":
+        try:
+            target.rmdir()
+        except OSError:
+            pass
+    if state != "archive":
+        try:
+            os.rename(tmp, target)
+        except OSError as exc:
+            raise CRError(f"cannot move the unpacked archive to {target} ({exc.strerror or exc})",
+                          hint="another cr unpack may have created it meanwhile: run the command again") from None
+        return False
+    old = _new_dir(target.parent, f".{target.name}.old-")
+    os.rename(target, old / "x")
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        os.rename(old / "x", target)
+        shutil.rmtree(old, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return True
+
+
+def _new_dir(parent: Path, prefix: str) -> Path:
+    """A new directory with a random name, its mode from the umask (unlike mkdtemp's 0700:
+    it becomes the repository)."""
+    import secrets
+
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {parent}")
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The directories that creating path will create, deepest first."""
+    out = []
+    while not path.exists() and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _remove_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+def _sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
