@@ -17,12 +17,15 @@ from test_detect import recipe_repo
 from test_install import SIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "platforms"
+# six is installed in the test interpreter too (a dependency of the frameworks): this recipe's
+# probe never finds it there, so the resolver must plan (and cr must perform) its install.
+SIX_UNDETECTED = {**SIX, "detect": [{"type": "python", "module": "cr_test_no_such_module", "distribution": "cr-test-no-such-dist"}]}
 
 
 @pytest.fixture
 def solution_repo(tmp_path):
     """A registered repo with solution:needs-six (six via a test recipe, plus python)."""
-    recipe_repo(tmp_path, SIX)
+    recipe_repo(tmp_path, SIX_UNDETECTED)
     repo = make_repo(tmp_path / "sols", "sols")
     make_component(repo, "model", "tiny", deps=["software:python@>=3.9"])
     make_component(repo, "solution", "needs-six", model="model:tiny@1.0.0", deps=["software:six@>=1.16"])

@@ -98,12 +98,13 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
 
 
 def _register_commands() -> None:
-    from . import actions, components, platform, repos, resolve, software
+    from . import actions, archive, components, platform, repos, resolve, software
+    from .compile import compile_
 
     for command in (
         components.find, components.show, components.new, components.check, components.hash_,
         repos.repo, platform.platform_, software.detect, software.install, software.env, resolve.resolve,
-        actions.benchmark,
+        actions.benchmark, actions.run_, actions.validate, compile_, archive.pack, archive.unpack,
     ):
         cli.add_command(command)
     software.env.add_command(resolve.exec_)
