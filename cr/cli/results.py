@@ -1,0 +1,284 @@
+"""cr results: list, show, compare, export, rm, add (and reindex) over the local results store.
+
+Imports only the store (sqlite3, json): no numerical framework, no jsonschema unless a
+record is invalid, rich only when a table is drawn on a terminal.
+"""
+from __future__ import annotations
+
+import json
+
+import click
+
+from . import output
+
+
+def _store():
+    from ..results.store import default_store
+
+    return default_store()
+
+
+def _filters(with_limit: bool):
+    def decorate(f):
+        options = [
+            click.option("--solution", metavar="REF", help="Solution name, solution:NAME or NAME@VERSION."),
+            click.option("--model", metavar="REF", help="Model name, model:NAME or NAME@VERSION."),
+            click.option("--dataset", metavar="REF", help="Dataset name, dataset:NAME or NAME@VERSION."),
+            click.option("--backend", help="Backend name (onnxruntime, torch, ...)."),
+            click.option("--platform", help="Platform fingerprint (or its first digits) or words of its description."),
+            click.option("--action", help="benchmark, validate, run, compile, ..."),
+            click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
+            click.option("--since", metavar="DATE", help="Started at or after this ISO date/time (local time unless it says Z or +HH:MM)."),
+        ]
+        if with_limit:
+            options.append(click.option("--limit", type=click.IntRange(min=1), help="At most this many (the newest)."))
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def duration(ns) -> str:
+    """A latency in the unit that keeps it readable: 25.14 us, 12.34 ms, 1.234 s."""
+    if ns is None:
+        return ""
+    if ns < 1e6:
+        return f"{ns / 1e3:.2f} us"
+    if ns < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def _number(value, digits: int = 4) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _when(started: str | None) -> str:
+    """A stored UTC time as local 'YYYY-MM-DD HH:MM'."""
+    if not started:
+        return ""
+    import datetime as dt
+
+    try:
+        moment = dt.datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return started
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _status(row: dict) -> str:
+    words = [row["status"] or "?"]
+    if row.get("outcome"):
+        words.append(row["outcome"])
+    if row.get("validity") not in (None, "VALID"):
+        words.append(row["validity"])
+    return " ".join(words)
+
+
+def _target(row: dict) -> str:
+    return row.get("solution") or row.get("model") or row.get("dataset") or ""
+
+
+@click.group("results")
+def results() -> None:
+    """Stored results: every benchmark and validate run is kept under CR_HOME/results/.
+
+    UID arguments take the full uid or its first digits when they are unique.
+    """
+
+
+@results.command("list")
+@_filters(with_limit=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the summary of each result).")
+def list_(as_json, **filters):
+    """List stored results, newest first."""
+    rows = _store().list(**filters)
+    if as_json:
+        output.emit_json(rows)
+        return
+    table = [[
+        r["uid"], _when(r["started"]), r["action"], _target(r),
+        "/".join(x for x in (r["backend"], r["variant"]) if x), r["platform_description"],
+        duration(r["p50_ns"]), duration(r["p99_ns"]),
+        "" if r["throughput_qps"] is None else f"{r['throughput_qps']:.1f} q/s",
+        _number(r["top1"]), _status(r),
+    ] for r in rows]
+    output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "PLATFORM", "P50", "P99", "THROUGHPUT", "TOP1", "STATUS"],
+                 table, empty="no stored results match")
+
+
+@results.command()
+@click.argument("uid")
+@click.option("--raw", is_flag=True, help="With --json: the raw latencies inline (verified against their sha256).")
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+def show(uid, raw, as_json):
+    """Show one stored result."""
+    from ..results.store import record_file
+    from ..results.summary import summarize
+
+    store = _store()
+    record = store.get(uid, raw=raw and as_json)
+    if as_json:
+        if raw and isinstance(record.get("raw"), dict) and record["raw"].get("latencies_ns") is not None:
+            record["raw"] = {"latencies_ns": record["raw"]["latencies_ns"].tolist()}
+        output.emit_json(record)
+        return
+    s = summarize(record)
+    rows = [
+        ["uid", s["uid"]],
+        ["action", s["action"]],
+        ["status", _status(s)],
+        ["started", f"{_when(s['started'])}  ({record['started']})"],
+        ["ended", f"{_when(s['ended'])}  ({record['ended']})"],
+    ]
+    for i, c in enumerate(record.get("components") or []):
+        rows.append(["components" if i == 0 else "", f"{c.get('ref')}" + (f"  (uid {c['uid']})" if c.get("uid") else "")])
+    backend = record.get("backend") or {}
+    info = backend.get("info") or {}
+    if backend:
+        details = [f"{info['framework']} {info['version']}"] if info.get("framework") and info.get("version") else []
+        rows.append(["backend", backend.get("name", "") + (f" ({', '.join(details)})" if details else "")])
+    if s["variant"] or s["precision"]:
+        rows.append(["variant", " ".join(x for x in (s["variant"], s["precision"] and f"({s['precision']})") if x)])
+    rows.append(["platform", f"{s['platform_description']}  (fingerprint {s['platform']})"])
+    if record.get("lock"):
+        rows.append(["lock", str((record["lock"] or {}).get("root", "yes"))])
+    rows += _metric_rows(record)
+    error = record.get("error")
+    if error:
+        rows.append(["error", f"{error.get('kind') or 'error'}: {error.get('message')}"])
+        if error.get("hint"):
+            rows.append(["hint", error["hint"]])
+    raw_info = record.get("raw") or {}
+    if raw_info.get("count") is not None:
+        rows.append(["raw", f"{raw_info['count']} latencies in {raw_info.get('latencies_ns_file')}"])
+    rows.append(["config", json.dumps(record.get("config"), sort_keys=True)])
+    rows.append(["file", str(store.root / record_file(s["uid"]))])
+    output.table(["FIELD", "VALUE"], rows, title=f"result {s['uid']}")
+
+
+def _metric_rows(record: dict) -> list[list]:
+    rows = []
+    metrics = record.get("metrics") or {}
+    lat = metrics.get("latency_ns") or {}
+    if metrics.get("scenario"):
+        rows.append(["scenario", metrics["scenario"] + (f" ({metrics.get('validity')})" if metrics.get("validity") else "")])
+    if metrics.get("queries") is not None:
+        rows.append(["queries", f"{metrics['queries']} in {metrics.get('duration_s') or 0:.3f} s"])
+    for key in ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "iqr"):
+        if isinstance(lat.get(key), (int, float)):
+            rows.append([key, duration(lat[key])])
+    tp = metrics.get("throughput") or {}
+    if tp.get("queries_per_s") is not None:
+        rows.append(["throughput", f"{tp['queries_per_s']:.1f} queries/s, {tp.get('samples_per_s') or 0:.1f} samples/s"])
+    if metrics.get("noise") is not None:
+        rows.append(["noise (IQR/p50)", f"{metrics['noise']:.3f}" + ("  NOISY" if metrics.get("noisy") else "")])
+    if metrics.get("peak_rss_bytes"):
+        rows.append(["peak RSS", f"{metrics['peak_rss_bytes'] / 2**20:.1f} MiB"])
+    validation = record.get("validation") or {}
+    for key in ("top1", "top5", "recall", "precision", "mean_iou"):
+        if isinstance(validation.get(key), (int, float)):
+            rows.append([key, f"{validation[key]:.4f}"])
+    if validation.get("outcome"):
+        rows.append(["outcome", validation["outcome"]])
+    parity = record.get("parity") or {}
+    if parity.get("outcome"):
+        rows.append(["parity", parity["outcome"]])
+    return rows
+
+
+def _value(metric: dict, value) -> str:
+    if value is None:
+        return ""
+    unit = metric["unit"]
+    if unit == "ns":
+        return duration(value)
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    if unit in ("queries/s", "samples/s"):
+        return f"{value:.1f} {'q/s' if unit == 'queries/s' else 's/s'}"
+    return f"{value:.4f}"
+
+
+def _noise(flag) -> str:
+    return "-" if flag is None else ("yes" if flag else "NO")
+
+
+@results.command()
+@click.argument("uids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def compare(uids, as_json):
+    """Compare results metric by metric, relative to the first (the baseline).
+
+    A latency difference is within noise when it is inside the 95% interval from the
+    raw samples of both runs (order statistics: no seed, no resampling), or under 1%.
+    """
+    report = _store().compare(list(uids))
+    if as_json:
+        output.emit_json(report)
+        return
+    ids = report["uids"]
+    header = ["METRIC"] + ids + [f"DIFF {u[:8]}" for u in ids[1:]] + ["WITHIN NOISE"]
+    rows = []
+    for m in report["metrics"]:
+        diffs = ["" if d is None else f"{100 * d:+.1f}%" for d in m["rel_diff"][1:]]
+        rows.append([m["label"]] + [_value(m, v) for v in m["values"]] + diffs
+                    + [" ".join(_noise(w) for w in m["within_noise"][1:])])
+    for r in report["results"]:
+        click.echo(f"{r['uid']}  {r['action']}  {_target(r)}  {'/'.join(x for x in (r['backend'], r['variant']) if x)}"
+                   f"  {r['platform_description']}  {_when(r['started'])}", err=True)
+    for note in report["notes"]:
+        output.warn(note)
+    output.table(header, rows, empty="no metric to compare")
+
+
+@results.command()
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), required=True, help="csv: one row per result; json: full records.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
+@click.option("--no-raw", is_flag=True, help="json: leave the raw latencies out (raw: null).")
+@_filters(with_limit=True)
+def export(fmt, out, no_raw, **filters):
+    """Export stored results as CSV or JSON (re-importable with cr results add)."""
+    count = _store().export(fmt, out, raw=not no_raw, **filters)
+    if out:
+        click.echo(f"exported {count} result(s) to {out}", err=True)
+
+
+@results.command("rm")
+@click.argument("uids", nargs=-1, required=True)
+def rm(uids):
+    """Remove stored results (each UID must name exactly one)."""
+    for uid in _store().remove(list(uids)):
+        click.echo(f"removed {uid}")
+
+
+@results.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def add(files):
+    """Import result files (a record, or a list as cr results export --format json writes)."""
+    from ..errors import CRError
+
+    store = _store()
+    failed = []
+    for path in files:
+        try:
+            for uid in store.add_file(path):
+                click.echo(f"added {uid} ({path})")
+        except CRError as exc:
+            failed.append(exc)
+            output.warn(exc.message)
+    if failed:
+        raise CRError(f"{len(failed)} of {len(files)} file(s) could not be imported",
+                      hint=failed[0].hint or "fix them (see the warnings) and add them again")
+
+
+@results.command()
+@click.option("--full", is_flag=True, help="Also re-stat every known file (finds files edited in place).")
+def reindex(full):
+    """Bring the index up to date with the result files (after copying or editing them by hand)."""
+    from ..results.store import ORPHAN_GRACE_S
+
+    stats = _store().reindex(full=full, orphan_grace_s=ORPHAN_GRACE_S)
+    click.echo(f"read {stats.parsed} file(s), {stats.invalid} invalid; dropped {stats.removed} gone; "
+               f"cleaned {stats.cleaned} leftover(s)")

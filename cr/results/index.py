@@ -1,0 +1,177 @@
+"""The results index: SQLite (WAL) in the store's root, one row per valid result.
+
+A cache of the JSON files (cr.results.store rebuilds it from them whenever it is missing,
+damaged or of another INDEX_FORMAT). Tables:
+
+    results   uid, file (relative path), mtime_ns, size, and the summary columns
+              (cr.results.summary.COLUMNS) plus solution_name/model_name/dataset_name
+              for the filters
+    invalid   file, mtime_ns, size, problem: result files that failed to parse or validate
+    dirs      shard, stamp: the shard directories as last listed
+    info      format
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from ..errors import CRError
+from .files import uid_of_file
+from .summary import COLUMNS, since_utc
+
+INDEX_FILE = "index.sqlite"
+INDEX_FORMAT = "2"  # another format: the index is dropped and rebuilt from the files
+
+ROW = ("uid", "file", "mtime_ns", "size", "action", "status", "started", "ended", "solution", "solution_name",
+       "model", "model_name", "dataset", "dataset_name", "backend", "variant", "precision", "platform",
+       "platform_description", "scenario", "p50_ns", "p99_ns", "throughput_qps", "throughput_sps",
+       "top1", "top5", "outcome", "validity", "samples", "error")
+_REAL = ("p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5")
+SUMMARY_SELECT = ", ".join(COLUMNS)
+UPSERT = f"INSERT OR REPLACE INTO results ({', '.join(ROW)}) VALUES ({', '.join('?' * len(ROW))})"
+
+# Every index ends with (started, uid): the listing order, so no query sorts.
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS results (
+    uid TEXT PRIMARY KEY, file TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    {", ".join(f"{c} {'REAL' if c in _REAL else 'INTEGER' if c == 'samples' else 'TEXT'}" for c in ROW[4:])}
+);
+CREATE INDEX IF NOT EXISTS results_started ON results(started, uid);
+CREATE INDEX IF NOT EXISTS results_solution ON results(solution_name, started, uid);
+CREATE INDEX IF NOT EXISTS results_model ON results(model_name, started, uid);
+CREATE INDEX IF NOT EXISTS results_backend ON results(backend, started, uid);
+CREATE INDEX IF NOT EXISTS results_platform ON results(platform, started, uid);
+CREATE TABLE IF NOT EXISTS invalid (file TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, problem TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dirs (shard TEXT PRIMARY KEY, stamp TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def connect(path) -> sqlite3.Connection:
+    """Open (creating or re-creating when of another format) the index at path."""
+    db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout = 60000")
+        if info(db, "format") != INDEX_FORMAT:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if info(db, "format") != INDEX_FORMAT:  # another process may have done it
+                    for table in ("results", "invalid", "dirs", "info"):
+                        db.execute(f"DROP TABLE IF EXISTS {table}")
+                    for stmt in _SCHEMA.split(";"):
+                        if stmt.strip():
+                            db.execute(stmt)
+                    db.execute("INSERT INTO info VALUES ('format', ?)", (INDEX_FORMAT,))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        # A cache of the JSON files: NORMAL (no fsync per commit in WAL mode) cannot
+        # corrupt it on a crash, and a commit lost to a power cut is redone by a reindex.
+        db.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def info(db: sqlite3.Connection, key: str) -> str | None:
+    try:
+        row = db.execute("SELECT value FROM info WHERE key = ?", (key,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return None
+    return row[0] if row else None
+
+
+def write(db: sqlite3.Connection, statements) -> None:
+    """Run (sql, args) pairs in one short IMMEDIATE transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, args in statements:
+            db.execute(sql, args)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+def _name(ref: str | None) -> str | None:
+    """'model:lenet-digits@1.0.0' -> 'lenet-digits'."""
+    return ref.split(":", 1)[-1].split("@", 1)[0] if ref else None
+
+
+def row(summary: dict, rel: str, st: os.stat_result) -> tuple:
+    """The results row (ROW order) of a record's summary, stored at rel with stat st."""
+    values = dict(summary, file=rel, mtime_ns=st.st_mtime_ns, size=st.st_size,
+                  solution_name=_name(summary["solution"]), model_name=_name(summary["model"]),
+                  dataset_name=_name(summary["dataset"]))
+    return tuple(values[c] for c in ROW)
+
+
+def indexed(rel: str, summary: dict, st: os.stat_result) -> list:
+    """Statements recording the valid result at rel."""
+    return [(UPSERT, row(summary, rel, st)), ("DELETE FROM invalid WHERE file = ?", (rel,))]
+
+
+def invalid(rel: str, st: os.stat_result, problem: str) -> list:
+    """Statements recording the file rel as invalid (it then has no results row)."""
+    return forget(rel) + [("INSERT OR REPLACE INTO invalid VALUES (?, ?, ?, ?)", (rel, st.st_mtime_ns, st.st_size, problem))]
+
+
+def forget(rel: str) -> list:
+    """Statements dropping what the index knows of the file rel (a results row exists only
+    for a valid record at record_file(uid): its uid is the file's stem)."""
+    statements = [("DELETE FROM invalid WHERE file = ?", (rel,))]
+    uid = uid_of_file(rel)
+    if uid is not None:
+        statements.append(("DELETE FROM results WHERE uid = ?", (uid,)))
+    return statements
+
+
+def _ref_filter(kind: str, value: str) -> tuple[str, str]:
+    """('solution_name', 'x') for 'x' or 'solution:x'; ('solution', 'solution:x@1.0') with a version."""
+    value = value.strip()
+    if value.startswith(kind + ":"):
+        value = value[len(kind) + 1:]
+    if "@" in value:
+        return kind, f"{kind}:{value}"
+    return f"{kind}_name", value
+
+
+def _like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def where(**filters) -> tuple[str, list]:
+    """The WHERE clause (and its arguments) of ResultStore.list's filters."""
+    clauses, args = [], []
+    for kind in ("solution", "model", "dataset"):
+        if filters.get(kind):
+            column, value = _ref_filter(kind, filters[kind])
+            clauses.append(f"{column} = ?")
+            args.append(value)
+    # A handful of backends each hold a large share of the rows: with a solution, model
+    # or dataset given, '+' keeps SQLite from choosing the backend index over theirs.
+    plus = "+" if clauses else ""
+    for column in ("backend", "action", "status"):
+        if filters.get(column):
+            clauses.append(f"{plus if column == 'backend' else ''}{column} = ?")
+            args.append(filters[column])
+    if filters.get("platform"):
+        p = filters["platform"].strip()
+        clauses.append("(platform LIKE ? ESCAPE '\\' OR platform_description LIKE ? ESCAPE '\\')")
+        args += [_like(p.lower()) + "%", "%" + _like(p) + "%"]
+    if filters.get("since"):
+        since = since_utc(filters["since"])
+        if since is None:
+            raise CRError(f"--since {filters['since']!r} is not an ISO date or time",
+                          hint="e.g. --since 2026-11-30 (local time) or --since 2026-11-30T12:00:00Z")
+        clauses.append("started >= ?")
+        args.append(since)
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", args
