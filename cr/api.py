@@ -89,9 +89,9 @@ def _warn_shadowed(components: list[Component]) -> None:
     first: dict[tuple[str, str, str], Component] = {}
     for c in components:
         key = (c.kind, c.name, c.version)
-        if key in first:
+        if key in first and first[key].uid != c.uid:
             reporter().warning(f"{c.ref} in repo {c.repo!r} is shadowed by the one in repo {first[key].repo!r}")
-        else:
+        elif key not in first:
             first[key] = c
 
 
@@ -131,7 +131,7 @@ def matching(ref: str | Ref, index: Index | None = None) -> list[Component]:
         matching = plain or matching
     best = matching[0]
     for other in matching[1:]:
-        if other.version == best.version:
+        if other.version == best.version and other.uid != best.uid:  # an identical copy (an unpacked archive's) is no news
             reporter().warning(f"{best.ref} from repo {best.repo!r} shadows the one in repo {other.repo!r}")
     return matching
 

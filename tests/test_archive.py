@@ -179,7 +179,7 @@ def test_shipped_solution_is_deterministic_and_survives_a_round_trip(tmp_path, c
     assert sha_file(a) == sha_file(b)
     manifest = manifest_of(a)
     refs = {c["ref"] for c in manifest["components"]}
-    assert {"model:iris-logreg@1.0.0", "dataset:iris@1.0.0", "action:benchmark@0.1.0", "action:validate@0.1.0",
+    assert {"model:iris-logreg@1.0.0", "dataset:iris@1.0.0", "action:benchmark@0.1.0",
             "software:onnxruntime@1.0.0", "software:scikit-learn@1.0.0", "software:python@1.0.0"} <= refs
     assert {e["ref"]: e["install"] for e in manifest["excluded"]}["model:iris-logreg@1.0.0"] == "cr install software:onnxruntime"
 

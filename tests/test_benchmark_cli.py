@@ -61,7 +61,9 @@ def test_json_output_and_solution_runs_inside_its_lock(run_cr, tmp_path):
     _solution_repo(tmp_path, ["software:onnxruntime@>=1.17", "software:python@>=3.9"])
     done = run_cr("benchmark", "solution:iris-ort", "--min-duration", "0.1", "--min-queries", "50", "--json")
     assert done.returncode == 0, done.stderr
-    r = json.loads(done.stdout)
+    records = json.loads(done.stdout)  # one record per declared action
+    assert [r["action"] for r in records] == ["benchmark"]
+    r = records[0]
     assert [c["kind"] for c in r["components"]] == ["solution", "model", "action"]
     assert r["backend"]["name"] == "onnxruntime" and r["backend"]["options"] == {"intra_op_threads": 1}
     assert r["config"]["warmup_queries"] == 100  # from the solution's benchmark params
@@ -83,7 +85,7 @@ def test_a_solution_whose_software_is_missing_is_refused_with_the_fix(run_cr, tm
     done = run_cr("benchmark", "solution:iris-ort", "--min-queries", "5")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "Error: solution:iris-ort@1.0.0 needs software that is not installed here: absent-thing" in done.stderr
-    assert "Hint: install it first: cr install software absent-thing" in done.stderr
+    assert "Hint: install it first: cr init solution iris-ort (or cr install software absent-thing)" in done.stderr
 
 
 def test_scenarios_through_the_cli(run_cr):

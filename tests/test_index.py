@@ -940,7 +940,7 @@ def test_filters_combine(named, tmp_path):
     # sorted by kind, then name
     assert names(api.find(name="lenet*", repo="n", version=">=1")) == ["lenet-data", "lenet-10", "lenet-a", "lenet-b"]
     assert names(api.find("dataset", name="lenet*", repo="n")) == ["lenet-data"]
-    assert api.find("solution", name="lenet*") == []
+    assert api.find("solution", name="lenet*", repo="n") == []
 
 
 def test_find_rejects_unknown_kind_and_repo(named):

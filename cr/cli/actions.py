@@ -64,9 +64,49 @@ def _target_options(f):
         click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), help="Run inside this lock's interpreter and environment."),
         click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here."),
         click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON."),
+        click.option("--no-store", "store", is_flag=True, default=True, flag_value=False,
+                     help="Do not keep the result in the results store (cr results list)."),
     ]):
         f = opt(f)
     return f
+
+
+def _store(record: dict, store: bool) -> None:
+    """Keep the record in the results store; a store problem is a warning, the run's output stays."""
+    if store:
+        from ..errors import CRError
+        from ..results.store import default_store
+
+        try:
+            default_store().add(record)
+        except CRError as exc:
+            output.warn(f"the result was not stored: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+
+
+def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, common: dict) -> None:
+    """A solution's declared actions (all, or only one kind): one table, every result stored."""
+    from .. import solution
+    from ..errors import CRError
+    from ..runtime.host.record import to_json
+    from .solution import SOLUTION_HEADERS, solution_rows
+
+    overrides = {k: {p: v for p, v in params.items() if v is not None} for k, params in overrides.items()}
+    records = solution.run_declared(ref, only=only, overrides=overrides, store=store, output_dir=out, **common)
+    if as_json:
+        output.emit_json([to_json(r) for r in records])
+    else:
+        output.table(SOLUTION_HEADERS, solution_rows(records), title=f"{records[0]['components'][0]['ref']} on {records[0]['backend']['name']}")
+    if out:
+        click.echo(f"results: {out}/", err=True)
+    failed = [r for r in records if r["status"] != "ok"]
+    if failed:
+        error = failed[0].get("error") or {}
+        raise CRError(f"{failed[0]['action']} failed: {error.get('message')}", hint=error.get("hint"))
+    bad = [r for r in records if (r.get("validation") or {}).get("outcome") == "FAIL"]
+    if bad:
+        checks = [c for c in bad[0]["validation"]["checks"] if c["ok"] is False]
+        raise CRError("accuracy outside tolerance: " + "; ".join(f"{c['metric']} {c['value']:.4f}, expected {c['expected']:.4f} +- {c['allowed']:.4f}" for c in checks),
+                      hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions")
 
 
 def _finish(record: dict, out, as_json: bool, table=None) -> None:
@@ -101,7 +141,7 @@ def _finish(record: dict, out, as_json: bool, table=None) -> None:
 @click.option("--include-preprocess", is_flag=True, default=None, help="Time pre-processing together with inference.")
 @click.option("--engine", type=click.Choice(["cr", "loadgen"]), help="cr's harness (default) or MLPerf LoadGen (logs kept beside the result).")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, **params):
+def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, **params):
     """Benchmark a model or solution: cr benchmark model NAME[@SPEC] --backend onnxruntime.
 
     Runs in a separate process; the run lasts until both --min-duration and --min-queries
@@ -110,10 +150,13 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     from ..runtime.host import benchmark as run_benchmark
     from ..store.refs import parse_ref_words
 
-    record = run_benchmark(
-        str(parse_ref_words(ref)), backend=backend, params=params, backend_options=_backend_options(options),
-        lock=lock_file, output=out, variant=variant, dataset=dataset, split=split,
-    )
+    ref = parse_ref_words(ref)
+    common = dict(backend=backend, backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split)
+    if ref.kind == "solution":
+        _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common)
+        return
+    record = run_benchmark(str(ref), params=params, lock=lock_file, output=out, **common)
+    _store(record, store)
     title = f"{record['components'][0]['ref']} on {record['backend']['name']}"
     _finish(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
     if record["metrics"] and record["metrics"]["validity"] != "VALID":
@@ -129,7 +172,7 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 @click.option("--batch-size", type=int, help="Samples per model call.")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, inputs, **params):
+def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, inputs, **params):
     """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].
 
     Samples go through the model's declared pre-processing, the backend, and its
@@ -140,9 +183,18 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 
     if inputs:
         params["inputs"] = [str(p) for p in inputs]
-    record = run_action("run", str(parse_ref_words(ref)), backend=backend, params=params,
-                        backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split,
-                        lock=lock_file, output=out)
+    ref = parse_ref_words(ref)
+    common = dict(backend=backend, backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split)
+    if ref.kind == "solution":
+        from .. import solution
+
+        record = solution.run_declared(str(ref), only="run", overrides={"run": params}, store=False, **common)[0]
+        if out:
+            from ..runtime.host.record import write
+
+            write(record, out)
+    else:
+        record = run_action("run", str(ref), params=params, lock=lock_file, output=out, **common)
 
     def table():
         rows = []
@@ -167,7 +219,7 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 @click.option("--iou-threshold", type=float, help="Detection: IoU for a match (default 0.5).")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_json, parity, **params):
+def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, parity, **params):
     """Check accuracy against the model's expected metrics: cr validate model NAME --backend B.
 
     Exit 1 when a metric is outside its tolerance. With --parity onnxruntime,torch,tflite
@@ -177,7 +229,12 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
     from ..runtime.host.validate import parity as run_parity, validate as run_validate
     from ..store.refs import parse_ref_words
 
-    ref = str(parse_ref_words(ref))
+    parsed = parse_ref_words(ref)
+    ref = str(parsed)
+    if parsed.kind == "solution" and not parity:
+        _solution(ref, "validate", {"validate": params}, out, as_json, store,
+                  dict(backend=backend, backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split))
+        return
     common = dict(backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split,
                   lock=lock_file, output=out)
     if parity:
@@ -199,6 +256,7 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return
     record = run_validate(ref, backend=backend, params=params, **common)
+    _store(record, store)
     v = record.get("validation") or {}
 
     def table():

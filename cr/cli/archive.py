@@ -29,17 +29,31 @@ def _print_excluded(excluded: list[dict], heading: str) -> None:
 
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
-@click.option("-o", "--output", type=click.Path(), help="Archive file, or a directory for NAME-VERSION.cr.zip (default: here).")
+@click.option("-o", "--output", "out_path", type=click.Path(), help="Archive file, or a directory for NAME-VERSION.cr.zip (default: here).")
 @click.option("--lock", "lock_file", type=click.Path(dir_okay=False), help="The lock the solution was benchmarked with (cr resolve ... -o FILE).")
 @click.option("--result", "results", multiple=True, type=click.Path(dir_okay=False), help="A reference result record (JSON) to include; repeatable.")
+@click.option("--no-results", is_flag=True, help="Leave out the reference results from the results store.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def pack(ref, output, lock_file, results, as_json):
-    """Pack a solution and everything it needs into NAME-VERSION.cr.zip: cr pack solution NAME."""
+def pack(ref, out_path, lock_file, results, no_results, as_json):
+    """Pack a solution and everything it needs into NAME-VERSION.cr.zip: cr pack solution NAME.
+
+    Without --result, the newest successful result of each declared action on this
+    machine (cr results list --solution NAME) goes in as the reference, with the lock it
+    ran in; cr reproduce compares against them.
+    """
     from ..archive import pack as run_pack, read_manifest
     from ..archive.limits import human
     from ..fsutil import sha256_file
 
-    path = run_pack(_solution_ref(ref), output=output, lock=lock_file, results=list(results) or None)
+    solution_ref = _solution_ref(ref)
+    lock = lock_file
+    results = list(results)
+    if not results and not no_results:
+        from ..solution import stored_references
+
+        results, stored_lock = stored_references(solution_ref)
+        lock = lock or stored_lock
+    path = run_pack(solution_ref, output=out_path, lock=lock, results=results or None)
     manifest = read_manifest(path)
     size = path.stat().st_size
     summary = {

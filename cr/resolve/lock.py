@@ -48,6 +48,8 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
         meta = index.meta_of(comp)
         components.append((comp, meta))
         refs = [meta[k] for k in ("model", "dataset") if isinstance(meta.get(k), str)]
+        if isinstance(meta.get("dataset"), dict) and meta["dataset"].get("ref"):  # a model's evaluation dataset
+            refs.append(meta["dataset"]["ref"])
         for item in meta.get("deps", ()):
             try:
                 req = parse_requirement(item, requested_by=comp.ref)

@@ -79,8 +79,14 @@ def _formats(entry: registry.BackendEntry):
 
 
 def prepare(ref: str, action: str, backend: str | None = None, variant: str | None = None,
-            dataset: str | None = None, split: str | None = None, backend_options: dict | None = None) -> Target:
-    """Settle model, variant, backend, dataset and per-action solution params for ref."""
+            dataset: str | None = None, split: str | None = None, backend_options: dict | None = None,
+            layered: bool = True, model_ref: str | None = None) -> Target:
+    """Settle model, variant, backend, dataset and per-action solution params for ref.
+
+    layered=False leaves out the solution's own params for the action (the caller runs one
+    declared action and passes its params); model_ref replaces the solution's model (the
+    version its declared compile produced).
+    """
     from ...api import show
 
     target = show(ref, verify=False)
@@ -90,12 +96,13 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         sol = target["meta"]
         if not sol.get("model"):
             raise CRError(f"{target['ref']} names no model", hint="add \"model\": \"model:NAME@VERSION\" to its meta")
-        model = show(sol["model"], verify=False)
+        model = show(model_ref or sol["model"], verify=False)
         backend = backend or sol.get("backend")
         options.update(sol.get("backend_options") or {})
         variant = variant or (sol.get("pipeline") or {}).get("variant")
         dataset = dataset or sol.get("dataset")
-        layers = [a.get("params") or {} for a in sol.get("actions") or [] if a.get("action") == action]
+        if layered:
+            layers = [a.get("params") or {} for a in sol.get("actions") or [] if a.get("action") == action]
     elif target["kind"] == "model":
         model = target
     else:
@@ -108,6 +115,8 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
     if target["kind"] == "model" and variant is None and formats is not None:
         model = target = _loadable_version(ref, model, formats)
     meta = variants.choose(model["meta"], formats, variant, backend=f"backend {backend!r}", ref=model["ref"])
+    if target["kind"] == "solution" and target["meta"].get("expected"):  # the solution's expectations win
+        meta["expected"] = {**(meta.get("expected") or {}), **target["meta"]["expected"]}
     model_dataset = model["meta"].get("dataset") or {}
     dataset_ref = dataset or model_dataset.get("ref")
     ds = show(dataset_ref, verify=False) if dataset_ref else None
@@ -182,6 +191,8 @@ def run_action(
     output: str | Path | None = None,
     entry_point: str | None = None,
     target: Target | None = None,
+    layered: bool = True,
+    model_ref: str | None = None,
 ) -> dict:
     """Run one action in the runtime child; the result record (raw latencies as an int64 array)."""
     from ...api import show
@@ -189,7 +200,7 @@ def run_action(
     started = records.now()
     action_ref = f"action:{action}"
     action_info = show(action_ref, verify=False)
-    target = target or prepare(ref, action, backend, variant, dataset, split, backend_options)
+    target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
     params = _params(action_ref, action_info["meta"], *target.layers, params or {})
     the_lock, env, python = _where(target, lock)
     job = job_for(target, action, entry_point or action_info["meta"]["entry"], params)

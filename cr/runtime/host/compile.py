@@ -130,6 +130,8 @@ def compile_model(
     version: str | None = None,
     output: str | Path | None = None,
     force: bool = False,
+    python: str | None = None,
+    env: dict | None = None,
 ) -> dict:
     """Run the compile action; returns the result record (record["output"] names the new component).
 
@@ -189,7 +191,8 @@ def compile_model(
             # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
             job["dataset"] = {"ref": ds["ref"], "meta": ds["meta"], "dir": ds["path"], "split": split,
                               "limit": int(params["calibration_samples"]), "optional": not the_plan["needs_dataset"]}
-        result, _ = launch.run_job(job, python=sys.executable, timeout=params.get("timeout_s"))
+        # python/env: a solution's lock (its frameworks), else this interpreter
+        result, _ = launch.run_job(job, python=python or sys.executable, env=env, timeout=params.get("timeout_s"))
         records.complete(record, result, None)
         record["checks"], record["tools"] = result.get("checks"), result.get("tools")
         if record["status"] == "ok":
