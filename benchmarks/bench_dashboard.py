@@ -1,0 +1,222 @@
+"""Dashboard benchmark: build time for 1,000 / 10,000 / 100,000 results, and how soon the
+leaderboard of 100,000 results is visible and answers a filter in headless Chromium.
+
+    .venv/bin/python benchmarks/bench_dashboard.py                 # all sizes, browser included
+    .venv/bin/python benchmarks/bench_dashboard.py --sizes 1000 10000 --no-browser --json out.json
+
+The stores are written with cr.dashboard.sample.write_store: half `cr benchmark` records
+(1,024 inline latencies each, as the default --min-queries gives), half `cr validate`
+records, one pair per configuration, laid out as cr writes them (indent 2), spread over
+256 folders. Targets (issue 6): a 100,000-result build in <= 10 s; the leaderboard
+visible and answering a filter <= 2 s after navigation starts.
+
+Baselines in the same run, so that a slow or busy machine shows as such:
+- build: reading every record with json.loads and writing them all with one json.dumps
+  (the least any tool that looks at each record must do);
+- browser: loading an empty page from file:// in the same browser.
+Wall time depends on what else the machine runs; CPU time (ours and the workers') and
+the load average are printed beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def cpu_seconds() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def store_for(work: Path, size: int) -> Path:
+    from cr.dashboard import sample
+
+    folder = work / f"store-{size}"
+    marker = folder / ".complete"
+    if not marker.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        started = time.perf_counter()
+        sample.write_store(folder, size)
+        marker.write_text("", encoding="utf-8")
+        print(f"  wrote {size:,} records in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return folder
+
+
+def baseline(folder: Path, out: Path) -> float:
+    """json.loads every record file, json.dumps them all into one file."""
+    import gc
+
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        everything = []
+        for dirpath, _dirs, files in os.walk(folder):
+            for name in files:
+                if name.endswith(".json"):
+                    with open(os.path.join(dirpath, name), "rb") as f:
+                        everything.append(json.loads(f.read()))
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(json.dumps(everything))
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+        out.unlink(missing_ok=True)
+
+
+def bench_build(folder: Path, site: Path, size: int) -> dict:
+    from cr.dashboard import build
+
+    shutil.rmtree(site, ignore_errors=True)
+    cpu = cpu_seconds()
+    started = time.perf_counter()
+    info = build(folder, site)
+    full = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu
+    # a rebuild after ten records changed
+    touched = sorted(p for p in folder.rglob("*.json"))[: 10]
+    for path in touched:
+        os.utime(path)
+    started = time.perf_counter()
+    again = build(folder, site)
+    incremental = time.perf_counter() - started
+    base = baseline(folder, site.parent / f"baseline-{size}.json")
+    data = site / "data"
+    return {
+        "results": info.results, "rows": info.rows, "build_s": round(full, 3), "build_cpu_s": round(cpu, 3),
+        "workers": info.workers, "phases": info.phases, "rebuild_after_10_changes_s": round(incremental, 3),
+        "rebuild_processed": again.processed, "baseline_json_s": round(base, 3), "ratio_to_baseline": round(full / base, 2),
+        "index_js_bytes": (data / "index.js").stat().st_size, "runs_js_bytes": (data / "runs.js").stat().st_size,
+        "bundles": info.bundles, "site_bytes": sum(p.stat().st_size for p in site.rglob("*") if p.is_file()),
+        "input_bytes": sum(p.stat().st_size for p in folder.rglob("*.json")),
+    }
+
+
+def bench_browser(site: Path, runs: int = 3) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    (site / "empty.html").write_text("<!doctype html><meta charset=utf-8><title>empty</title><p>empty</p>\n", encoding="utf-8")
+    index = (site / "index.html").as_uri()
+    results: dict[str, list] = {k: [] for k in ("empty_load_ms", "first_rows_ms", "text_filter_ms", "select_filter_ms",
+                                                 "sort_ms", "interactive_ms", "pareto_ms")}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for _ in range(runs):
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            page.goto((site / "empty.html").as_uri(), wait_until="load")
+            results["empty_load_ms"].append(page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd"))
+            page.goto(index + "#/leaderboard", wait_until="commit")
+            wait_for(page, "() => !!window.CR_DASHBOARD && window.CR_DASHBOARD.firstRowsAt !== null")
+            first = page.evaluate("window.CR_DASHBOARD.firstRowsAt")  # ms since navigation start
+            text = page.evaluate(_TIMED_INPUT, "model-00042")
+            select = page.evaluate(_TIMED_SELECT, "torch")
+            sort = page.evaluate(_TIMED_CLICK, "#leaderboard th[data-col=p50_ns]")
+            started = time.perf_counter()
+            page.evaluate("location.hash = '#/pareto'")
+            wait_for(page, "() => !!document.querySelector('#pareto') && +document.querySelector('#pareto').dataset.points > 0")
+            results["pareto_ms"].append((time.perf_counter() - started) * 1000)
+            results["first_rows_ms"].append(first)
+            results["text_filter_ms"].append(text["ms"])
+            results["select_filter_ms"].append(select["ms"])
+            results["sort_ms"].append(sort["ms"])
+            results["interactive_ms"].append(first + text["ms"])
+            assert text["rows"] > 0 and select["rows"] > 0, (text, select)
+            context.close()
+        browser.close()
+    out = {k: round(statistics.median(v), 1) for k, v in results.items()}
+    out["ratio_interactive_to_empty_page"] = round(out["interactive_ms"] / max(out["empty_load_ms"], 0.1), 1)
+    return out
+
+
+def wait_for(page, predicate: str, timeout: float = 60.0) -> None:
+    """Poll a predicate with page.evaluate (wait_for_function compiles strings with eval,
+    which the dashboard's Content-Security-Policy forbids)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(predicate):
+        if time.monotonic() > deadline:
+            raise TimeoutError(predicate)
+        time.sleep(0.005)
+
+
+# Handlers run synchronously, so the time to the next frame covers filtering, rendering and layout.
+_TIMED_INPUT = """(value) => new Promise(done => {
+  const t0 = performance.now(), el = document.querySelector('input[data-filter=q]');
+  el.value = value; el.dispatchEvent(new Event('input'));
+  requestAnimationFrame(() => setTimeout(() => { const ms = performance.now() - t0;
+    const rows = window.CR_DASHBOARD.rowsFiltered; el.value = ''; el.dispatchEvent(new Event('input')); done({ms, rows}); }, 0));
+})"""
+_TIMED_SELECT = """(value) => new Promise(done => {
+  const t0 = performance.now(), el = document.querySelector('select[data-filter=backend]');
+  el.value = value; el.dispatchEvent(new Event('change'));
+  requestAnimationFrame(() => setTimeout(() => done({ms: performance.now() - t0, rows: window.CR_DASHBOARD.rowsFiltered}), 0));
+})"""
+_TIMED_CLICK = """(selector) => new Promise(done => {
+  const t0 = performance.now(); document.querySelector(selector).click();
+  requestAnimationFrame(() => setTimeout(() => done({ms: performance.now() - t0}), 0));
+})"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    parser.add_argument("--work", help="Keep the generated stores and sites here (default: a temp dir, removed).")
+    parser.add_argument("--no-browser", action="store_true", help="Skip the Chromium measurement.")
+    parser.add_argument("--json", metavar="FILE", help="Also write the results as JSON.")
+    args = parser.parse_args()
+
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
+    work.mkdir(parents=True, exist_ok=True)
+    report = {"cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+              "load_average_before": os.getloadavg(), "builds": {}, "browser": None}
+    try:
+        for size in args.sizes:
+            print(f"{size:,} results", file=sys.stderr)
+            folder = store_for(work, size)
+            report["builds"][size] = bench_build(folder, work / f"site-{size}", size)
+            print("  " + json.dumps(report["builds"][size]), file=sys.stderr)
+        biggest = max(args.sizes)
+        if not args.no_browser:
+            if not os.path.exists(CHROMIUM):
+                print(f"browser: skipped, {CHROMIUM} is missing", file=sys.stderr)
+            else:
+                report["browser"] = {"results": biggest, **bench_browser(work / f"site-{biggest}")}
+        report["load_average_after"] = os.getloadavg()
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\ndashboard build ({report['cpus']} CPUs, load average {report['load_average_before'][0]:.1f} before, "
+          f"{report['load_average_after'][0]:.1f} after)")
+    print(f"{'results':>9} {'rows':>7} {'build s':>8} {'cpu s':>7} {'baseline s':>11} {'ratio':>6} {'rebuild s':>10}"
+          f" {'index.js':>9} {'bundles':>8}")
+    for size, b in report["builds"].items():
+        print(f"{size:>9,} {b['rows']:>7,} {b['build_s']:>8.2f} {b['build_cpu_s']:>7.2f} {b['baseline_json_s']:>11.2f}"
+              f" {b['ratio_to_baseline']:>6.2f} {b['rebuild_after_10_changes_s']:>10.2f} {b['index_js_bytes'] / 1e6:>8.1f}M"
+              f" {b['bundles']:>8,}")
+    if report["browser"]:
+        r = report["browser"]
+        print(f"\nleaderboard of {r['results']:,} results in headless Chromium (median of 3, ms): first rows {r['first_rows_ms']},"
+              f" text filter {r['text_filter_ms']}, backend filter {r['select_filter_ms']}, sort {r['sort_ms']},"
+              f" interactive {r['interactive_ms']} (empty page {r['empty_load_ms']}: x{r['ratio_interactive_to_empty_page']}),"
+              f" Pareto plot {r['pareto_ms']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

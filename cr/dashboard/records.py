@@ -1,0 +1,438 @@
+"""Reading result records for the dashboard: one summary row and one detail file per record.
+
+This module runs in the builder's worker processes, so it imports only the standard
+library. Everything here is per record and touches the record once: parse, pick the
+summary fields, shrink the raw samples, append it to its detail file
+``data/results/<bundle>.js`` (a bundle holds the records of a few dozen files).
+
+A summary is a list in the order of FIELDS (lists, not dicts: 100,000 of them are kept
+in memory and in the state files of the build).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+from array import array
+
+# Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
+# says 16 lowercase hex digits; anything outside this safe alphabet is refused.
+UID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+
+# Raw latencies kept per detail file: beyond this, every step-th sample (in time order).
+SAMPLES_MAX = 2048
+
+FIELDS = (
+    "uid", "action", "status", "time", "subject", "kind", "name", "version", "backend", "backend_version",
+    "variant", "precision", "platform", "platform_label", "arch", "scenario", "task",
+    "p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "top1", "top5", "outcome", "validity",
+    "error", "tags", "reproduction", "loc",
+)
+F = {name: i for i, name in enumerate(FIELDS)}
+
+
+class Skip(Exception):
+    """This file is not a usable result record; the message says why."""
+
+
+def js_literal(data) -> str:
+    """JSON that is also safe JavaScript inside or outside a <script> element.
+
+    ensure_ascii escapes U+2028/U+2029 (line terminators in older JS engines) and every
+    other non-ASCII character; '<' and '>' (which only occur inside strings) become
+    \\u003c / \\u003e, so neither "</script>" nor "<!--" can end or comment out a script.
+    """
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    if "<" in text or ">" in text:
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e")
+    return text
+
+
+def load(path: str, size: int = -1) -> tuple[dict, bytes, bytes | None]:
+    """(record, the JSON text that was parsed, the inline latency list's text or None); Skip when unusable.
+
+    size: the file's size when known (one read, no buffering layer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.read(fd, size + 1) if size >= 0 else b""
+            if size < 0 or len(data) > size:  # size unknown, or the file grew
+                chunks = [data]
+                while True:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                data = b"".join(chunks)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise Skip(f"cannot read it ({exc.strerror or exc})") from None
+    try:
+        record, text, samples = parse(data)
+    except ValueError as exc:
+        raise Skip(f"not valid JSON ({exc})") from None
+    check(record)
+    return record, text, samples
+
+
+# cr writes records with indent=2, so the top-level "raw" member starts at '\n  "raw": {'
+# and its list ends at the first ']\n  }' after it (a newline cannot occur inside a JSON string).
+_RAW_AT = b'\n  "raw": {'
+_RAW_END = b"]\n  }"  # the list's closing bracket first: far faster to find than '\n  }' among "\n      123," lines
+_SAMPLE_CHARS = b"0123456789,-\t\r\n "
+_SAMPLES_SHAPE = b'{"latencies_ns":[]}'
+
+
+def parse(data: bytes) -> tuple[dict, bytes, bytes | None]:
+    """json.loads(data), faster for records laid out as cr writes them.
+
+    Returns the record, the text that was parsed, and the samples' text. The latency list
+    is most of a benchmark record and most of its parsing time (a 1,024-sample record
+    parses in half the time without it): it is cut out (the text gets "raw": null
+    instead), checked to be nothing but comma-separated integers (inert as JavaScript,
+    valid as JSON) and returned as compact text ``[1,2,3]``. The platform, the same
+    bytes in every record from one machine, is parsed once per distinct text (10% less
+    time on an x86 record, whose CPU flags are long). Any other layout is parsed whole.
+    """
+    text, samples = data, None
+    start = data.find(_RAW_AT)
+    # '"raw":' can only be a member name (a '"' inside a string is escaped), so when it
+    # occurs once, the member found is the top-level one (a hand-made file may indent a
+    # nested "raw" by two spaces)
+    if start >= 0 and data.count(b'"raw":') == 1:
+        start += len(_RAW_AT) - 1
+        end = data.find(_RAW_END, start)
+        if end > 0:
+            end += len(_RAW_END)
+            span = data[start:end]
+            if span.translate(None, _SAMPLE_CHARS) == _SAMPLES_SHAPE:
+                samples = _integer_list(span.translate(None, b"\t\r\n "))
+                if samples is not None:
+                    text = data[:start] + b"null" + data[end:]
+    try:
+        record = _with_known_platform(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or (samples is not None and ("raw" not in record or record["raw"] is not None)):
+        return json.loads(data), data, None  # not the layout assumed, or the cut was not the top-level "raw"
+    return record, text, samples
+
+
+_PLATFORM_AT = b'\n  "platform": {'
+_OBJECT_END = b"\n  }"
+_platforms: dict[bytes, object] = {}
+
+
+def _with_known_platform(text: bytes):
+    start = text.find(_PLATFORM_AT)
+    if start < 0 or text.count(b'"platform":') != 1:  # see parse(): only then is it the top-level one
+        return json.loads(text)
+    start += len(_PLATFORM_AT) - 1
+    end = text.find(_OBJECT_END, start)
+    if end < 0:
+        return json.loads(text)
+    end += len(_OBJECT_END)
+    value = text[start:end]
+    platform = _platforms.get(value)
+    if platform is None:
+        platform = json.loads(value)  # a whole JSON value by itself, or ValueError
+        if len(_platforms) >= 256:
+            _platforms.clear()
+        _platforms[value] = platform  # shared by the records that carry it: nothing modifies a record
+    record = json.loads(text[:start] + b"null" + text[end:])
+    if not isinstance(record, dict) or "platform" not in record or record["platform"] is not None:
+        return json.loads(text)  # what was cut out was not the top-level "platform"
+    record["platform"] = platform
+    return record
+
+
+def _integer_list(compact: bytes) -> bytes | None:
+    """b'[1,-2,3]' from b'{"latencies_ns":[1,-2,3]}' when every element is an integer, else None."""
+    lst = compact[len(b'{"latencies_ns":'):-1]
+    if lst == b"[]":
+        return lst
+    # the shape check in parse() left digits, ',' and '-' between '[' and ']'
+    if lst[:1] != b"[" or lst[-1:] != b"]" or lst[1:2] == b"," or lst[-2:-1] in (b",", b"-") or b",," in lst:
+        return None
+    if b"-" in lst and (b"-," in lst or b"-]" in lst or b"-" in lst.replace(b",-", b",").replace(b"[-", b"[")):
+        return None  # a minus sign that does not start a number
+    return lst
+
+
+def check(record) -> None:
+    """Skip unless record has what the dashboard relies on (format, uid, the types of the main members)."""
+    if not isinstance(record, dict):
+        raise Skip("not a JSON object")
+    if record.get("format") != 1 or "action" not in record:
+        raise Skip("not a reefkit result record of format 1 (no \"format\": 1 and \"action\")")
+    uid = record.get("uid")
+    if not isinstance(uid, str) or not UID_RE.match(uid):
+        raise Skip(f"\"uid\" must be 1-64 letters, digits, '-' or '_', found {uid!r:.80}")
+    for key in ("action", "status"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            raise Skip(f"\"{key}\" must be a string, found {type(record[key]).__name__}")
+    for key in ("components", "tags"):
+        if record.get(key) is not None and not isinstance(record[key], list):
+            raise Skip(f"\"{key}\" must be a list, found {type(record[key]).__name__}")
+    for key in ("backend", "platform", "config", "metrics", "pipeline", "validation", "raw", "error", "lock"):
+        if record.get(key) is not None and not isinstance(record[key], dict):
+            raise Skip(f"\"{key}\" must be an object or null, found {type(record[key]).__name__}")
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value, limit: int = 200) -> str:
+    if value is None:
+        return ""
+    return (value if isinstance(value, str) else str(value))[:limit]
+
+
+def _num(value):
+    """A finite number rounded to 6 significant digits (what a table or plot can show), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value):
+        return None
+    return float(f"{value:.6g}")
+
+
+def platform_label(platform: dict) -> str:
+    """A short human name of the machine: its board, else phone, else CPU model and arch."""
+    cpu = _dict(platform.get("cpu"))
+    android = _dict(platform.get("android"))
+    name = _str(platform.get("board")) or " ".join(_str(android.get(k)) for k in ("manufacturer", "model") if android.get(k))
+    if not name:
+        name = _str(cpu.get("model")) or "unknown machine"
+        if platform.get("arch"):
+            name += f" ({_str(platform['arch'])}"
+            name += f", {cpu['cores']} cores)" if isinstance(cpu.get("cores"), int) else ")"
+    accelerators = [a for a in platform.get("accelerators") or [] if isinstance(a, dict) and a.get("name")]
+    if accelerators:
+        name += " + " + _str(accelerators[0]["name"]) + (f" x{len(accelerators)}" if len(accelerators) > 1 else "")
+    return name
+
+
+def _energy(metrics: dict):
+    """Joules per sample, where the record measured it (metrics.energy.joules_per_sample or metrics.energy_j_per_sample)."""
+    energy = metrics.get("energy")
+    if isinstance(energy, dict):
+        return _num(energy.get("joules_per_sample"))
+    return _num(metrics.get("energy_j_per_sample"))
+
+
+def _reproduction(value) -> str:
+    if isinstance(value, dict):
+        return _str(value.get("outcome") or value.get("status") or ("checked" if value else ""), 40)
+    return _str(value, 40)
+
+
+def summarise(record: dict) -> list:
+    """The summary row of a record (FIELDS order)."""
+    components = [c for c in record.get("components") or [] if isinstance(c, dict)]
+    subject = components[0] if components else {}
+    backend = _dict(record.get("backend"))
+    info = _dict(backend.get("info"))
+    config = _dict(record.get("config"))
+    pipeline = _dict(record.get("pipeline"))
+    platform = _dict(record.get("platform"))
+    metrics = _dict(record.get("metrics"))
+    latency = _dict(metrics.get("latency_ns"))
+    throughput = _dict(metrics.get("throughput"))
+    validation = _dict(record.get("validation"))
+    error = _dict(record.get("error"))
+    tags = [_str(t, 100) for t in (record.get("tags") or [])[:20]]
+    return [
+        record["uid"],
+        _str(record.get("action"), 40),
+        _str(record.get("status"), 40) or "unknown",
+        _str(record.get("ended") or record.get("started"), 40),
+        _str(subject.get("ref")) or "unknown",
+        _str(subject.get("kind"), 40),
+        _str(subject.get("name")) or "unknown",
+        _str(subject.get("version"), 60),
+        _str(backend.get("name") or config.get("backend"), 60) or "unknown",
+        _str(info.get("version"), 60),
+        _str(pipeline.get("variant") or config.get("variant"), 80),
+        _str(pipeline.get("precision"), 40),
+        _str(platform.get("fingerprint"), 40) or "unknown",
+        platform_label(platform),
+        _str(platform.get("arch"), 40),
+        _str(metrics.get("scenario") or (config.get("scenario") if record.get("action") == "benchmark" else ""), 40),
+        _str(validation.get("task") or metrics.get("task") or record.get("task"), 60),
+        _num(latency.get("p50")),
+        _num(latency.get("p99")),
+        _num(throughput.get("samples_per_s")),
+        _num(metrics.get("peak_rss_bytes")),
+        _energy(metrics),
+        _num(validation.get("top1")),
+        _num(validation.get("top5")),
+        _str(validation.get("outcome"), 40),
+        _str(metrics.get("validity"), 40),
+        _str(error.get("message"), 300),
+        tags,
+        _reproduction(record.get("reproduction")),
+        "",  # loc: the detail file (bundle) holding the record, set by write_bundle
+    ]
+
+
+def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
+    """Latencies from the ``<stem>.latencies.i64`` file named in raw (checked against count and sha256)."""
+    name = raw.get("latencies_ns_file")
+    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        return None, "raw.latencies_ns_file is not a plain file name beside the record"
+    try:
+        with open(os.path.join(os.path.dirname(record_path), name), "rb") as f:
+            blob = f.read()
+    except OSError as exc:
+        return None, f"raw samples file {name} cannot be read ({exc.strerror or exc})"
+    if raw.get("sha256") and hashlib.sha256(blob).hexdigest() != raw["sha256"]:
+        return None, f"raw samples file {name} does not match its sha256"
+    if len(blob) % 8:
+        return None, f"raw samples file {name} is not a whole number of int64 values"
+    values = array("q")
+    values.frombytes(blob)
+    if sys.byteorder != "little":
+        values.byteswap()
+    if isinstance(raw.get("count"), int) and raw["count"] != len(values):
+        return None, f"raw samples file {name} holds {len(values)} values, the record says {raw['count']}"
+    return values, ""
+
+
+def shrink_raw(raw, record_path: str) -> dict | None:
+    """A record's raw latencies as the detail view needs them: at most SAMPLES_MAX, in time order.
+
+    Sorting (for the CDF and histogram) is left to the browser, which does it in
+    microseconds; exact percentiles are in metrics.latency_ns anyway.
+    """
+    if not isinstance(raw, dict):
+        return None
+    values, problem, source = raw.get("latencies_ns"), "", "inline"
+    if values is None and raw.get("latencies_ns_file") is not None:
+        values, problem = _read_side_file(record_path, raw)
+        source = "file"
+    if not isinstance(values, (list, array)):
+        return {"count": raw.get("count"), "source": source, "problem": problem or "no latency samples", "step": 1, "samples_ns": []}
+    step = -(-len(values) // SAMPLES_MAX) if len(values) > SAMPLES_MAX else 1
+    shown = values[::step] if step > 1 else values
+    return {"count": len(values), "source": source, "problem": "", "step": step,
+            "samples_ns": shown.tolist() if isinstance(shown, array) else shown}
+
+
+def _escape(text: bytes) -> bytes:
+    """JSON text made safe to embed in a script: '<', '>' and U+2028/U+2029 (which occur
+    only inside JSON strings) become \\u escapes, so neither "</script>" nor "<!--" can
+    end or comment out a script, whatever element or file it ends up in."""
+    if b"<" in text:
+        text = text.replace(b"<", b"\\u003c")
+    if b">" in text:
+        text = text.replace(b">", b"\\u003e")
+    if b"\xe2\x80" in text:
+        text = text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    return text
+
+
+def detail_js(record: dict, text: bytes, samples: bytes | None, record_path: str, source_name: str, key: str) -> bytes:
+    """One record's part of a detail file: CR_RESULTS[key] = {"source", "raw" (shrunk samples), "record"}.
+
+    The record's own text is reused as it is (escaped) whenever it holds no raw samples
+    to shrink: re-serialising 100,000 records would cost more than everything else.
+    """
+    raw = record.get("raw")
+    if samples is not None:
+        count = 0 if samples == b"[]" else samples.count(b",") + 1
+        if count <= SAMPLES_MAX:
+            raw_js = b'{"count":%d,"source":"inline","problem":"","step":1,"samples_ns":%s}' % (count, samples)
+        else:
+            raw_js = js_literal(shrink_raw({"latencies_ns": json.loads(samples)}, record_path)).encode("ascii")
+    elif isinstance(raw, dict):
+        raw_js = js_literal(shrink_raw(raw, record_path)).encode("ascii")
+        text = _reencode({k: v for k, v in record.items() if k != "raw"})
+    else:
+        raw_js = b"null"
+    if text.lstrip()[:1] != b"{":  # a UTF-16/32 file (json.loads reads those): not UTF-8 text to embed
+        text = _reencode(record)
+    return b"".join((b"(window.CR_RESULTS=window.CR_RESULTS||{})[", js_literal(key).encode("ascii"),
+                     b']={"source":', js_literal(source_name).encode("ascii"), b',"raw":', raw_js,
+                     b',"record":', _escape(text), b"};\n"))
+
+
+def _reencode(record: dict) -> bytes:
+    try:
+        return js_literal(record).encode("ascii")
+    except ValueError:  # NaN or Infinity: JSON cannot hold them, null can
+        return js_literal(json.loads(json.dumps(record), parse_constant=lambda _: None)).encode("ascii")
+
+
+def write_bundle(bundle: str, items: list[tuple[str, str, int, int]], results_dir: str, state_dir: str) -> list[tuple[list | None, str]]:
+    """Summarise the record files of one bundle, write its detail file results_dir/<bundle>.js
+    and what the next build needs to know about them, state_dir/<bundle>.json.
+
+    items are (path, name shown, mtime_ns, size) in path order; returns (summary, "") or
+    (None, why skipped) for each. Records are stored under "<bundle>:<uid>"; of two
+    records with the same uid in a bundle only the first is written (the builder warns
+    about the other).
+    """
+    out, parts, seen, state = [], [], set(), {}
+    for path, name, mtime_ns, size in items:
+        try:
+            record, text, samples = load(path, size)
+        except Skip as exc:
+            out.append((None, str(exc)))
+            state[path] = [mtime_ns, size, None, str(exc)]
+            continue
+        summary = summarise(record)
+        summary[F["loc"]] = bundle
+        out.append((summary, ""))
+        state[path] = [mtime_ns, size, summary, ""]
+        if record["uid"] not in seen:
+            seen.add(record["uid"])
+            parts.append(detail_js(record, text, samples, path, name, f"{bundle}:{record['uid']}"))
+    target = os.path.join(results_dir, bundle + ".js")
+    if parts:
+        write_file(target, b"".join(parts))
+    else:
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            pass
+    write_file(os.path.join(state_dir, bundle + ".json"), json.dumps(state, separators=(",", ":")).encode("utf-8"))
+    return out
+
+
+def write_bundles(jobs: list, results_dir: str, state_dir: str) -> list[list[tuple[list | None, str]]]:
+    """write_bundle() for each (bundle, items): one task of the builder's worker pool."""
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # as in build(): many small containers, no cycles
+    try:
+        return [write_bundle(bundle, items, results_dir, state_dir) for bundle, items in jobs]
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def write_file(target: str, blob: bytes) -> None:
+    """Write blob at target (0644 under the usual umask). A file that exists is replaced
+    through a temp file and a rename, so a reader never sees half of it; a new one is
+    written in place (the rename would cost a second metadata update for each of
+    thousands of files)."""
+    exists = os.path.exists(target)
+    path = f"{target}.{os.getpid()}.tmp" if exists else target
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    if exists:
+        os.replace(path, target)

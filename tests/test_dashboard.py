@@ -1,0 +1,503 @@
+"""The static dashboard: the builder (cr/dashboard) and the site (dashboard/) in real Chromium.
+
+Records are made in the result format (cr/runtime/host/record.py) with cr.dashboard.sample,
+on two platforms detected from captured machines (tests/fixtures/platforms), several
+backends, a benchmark and a validate per configuration, one with a real lock, and one
+whose names, tags and error text carry HTML/script payloads. The browser tests open the
+built site from file://, as a user does; they are skipped with the reason when Debian's
+Chromium (/usr/bin/chromium) or the playwright package is missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cr.dashboard import build, records, sample
+from cr.events import CollectingReporter, set_reporter
+from cr.platform import detect
+
+ROOT = Path(__file__).resolve().parent.parent
+PLATFORMS = ROOT / "tests" / "fixtures" / "platforms"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+XSS_NAME = '<img src=x onerror="window.__xss=1">'
+XSS_TAG = "</script><script>window.__xss=2</script>"
+XSS_ERROR = "boom <img src=x onerror=window.__xss=3> \u2028 <!-- <script>window.__xss=4</script>"
+
+# (backend, variant, precision, median ns on the laptop, top-1) per platform
+CONFIGS = {
+    "x86-laptop": [("onnxruntime", "onnx", "fp32", 25_000, 0.9806), ("torch", "torchscript", "fp32", 52_000, 0.9806),
+                   ("tflite", "tflite", "fp32", 10_000, 0.9806), ("tflite", "tflite-int8", "int8", 18_000, 0.9778)],
+    "rpi4-64": [("onnxruntime", "onnx", "fp32", 310_000, 0.9806), ("tflite", "tflite", "fp32", 140_000, 0.9806),
+                ("tflite", "tflite-int8", "int8", 95_000, 0.9778)],
+}
+LOCK = {  # the shape of a lock written by `cr resolve model:lenet-digits` on this machine
+    "format": 1, "cr_version": "0.1.0", "created": "2026-11-30T13:00:14+00:00", "root": "model:lenet-digits@1.0.0",
+    "platform": {"fingerprint": "", "arch": "x86_64", "system": "Linux", "python": "3.11.7"},
+    "interpreter": "/usr/bin/python3", "status": "ready", "missing": [],
+    "components": [{"ref": "model:lenet-digits@1.0.0", "uid": "c355a40e4d75023b", "repo": "builtin",
+                    "sha256": "e49e720ca5ecadb454a671669a0497706b3a1bf49f68aec6bda249bd59aaa3a7"}],
+    "software": [
+        {"name": "python", "version": "3.11.7", "origin": "detected", "requested_by": ["numpy 2.4.6", "onnxruntime 1.32.0"],
+         "recipe_uid": "8a61f0d3b5c2e479", "source": "system", "location": "/usr/bin/python3.11", "prefix": "",
+         "exports": {"PATH": ["/usr/bin"]}, "packages": []},
+        {"name": "numpy", "version": "2.4.6", "origin": "detected", "requested_by": ["onnxruntime 1.32.0"],
+         "recipe_uid": "d9a20bb1d885c552", "source": "pip", "location": "/venv/lib/python3.11/site-packages/numpy",
+         "prefix": "", "exports": {}, "packages": []},
+        {"name": "onnxruntime", "version": "1.32.0", "origin": "detected", "requested_by": ["model:lenet-digits@1.0.0"],
+         "recipe_uid": "96e11e2b33af20d7", "source": "pip", "location": "/venv/lib/python3.11/site-packages/onnxruntime",
+         "prefix": "", "exports": {}, "packages": []},
+    ],
+}
+
+
+def make_records(folder: Path) -> dict:
+    """Write the test store; returns {name: uid} of the records the tests look at."""
+    import random
+
+    rng = random.Random(7)
+    uids, n = {}, 0
+    for capture, configs in CONFIGS.items():
+        platform = detect(PLATFORMS / capture).to_dict()
+        for backend, variant, precision, median, top1 in configs:
+            n += 1
+            extra = {}
+            if capture == "x86-laptop" and backend == "onnxruntime":
+                extra["lock"] = {**LOCK, "platform": {**LOCK["platform"], "fingerprint": platform["fingerprint"]}}
+            bench = sample.benchmark_record("lenet-digits", backend, variant, precision, platform,
+                                            sample.latencies(median, 600, rng), uid=f"b{n:015x}",
+                                            started=f"2026-11-30T10:{n:02d}:00.000Z", tags=["ci", backend], **extra)
+            val = sample.validate_record("lenet-digits", backend, variant, precision, platform, top1, expected=0.9806,
+                                         uid=f"a{n:015x}", started=f"2026-11-30T09:{n:02d}:00.000Z")
+            write(bench, folder / capture / f"bench-{n}.json")
+            write(val, folder / capture / f"validate-{n}.json")
+            uids[f"{capture}/{backend}/{variant}/bench"] = bench["uid"]
+            uids[f"{capture}/{backend}/{variant}/validate"] = val["uid"]
+    # an older, slower run of one configuration: it must not be the row's benchmark
+    laptop = detect(PLATFORMS / "x86-laptop").to_dict()
+    old = sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", laptop, sample.latencies(900_000, 100, rng),
+                                  uid="c000000000000001", started="2026-11-29T08:00:00.000Z")
+    write(old, folder / "x86-laptop" / "old.json")
+    # hostile text everywhere a result carries text
+    xss = sample.benchmark_record(XSS_NAME, "onnxruntime", "onnx", "fp32", laptop, [1000, 2000], uid="d000000000000001",
+                                  started="2026-11-30T11:00:00.000Z", tags=[XSS_TAG, "<b>bold</b>"],
+                                  status="failed", metrics=None,
+                                  error={"kind": "error", "type": "Crash</script>", "message": XSS_ERROR, "hint": XSS_TAG,
+                                         "stderr_tail": XSS_ERROR})
+    xss["config"]["note"] = XSS_ERROR
+    write(xss, folder / "xss.json")
+    uids["xss"] = xss["uid"]
+    # not records: skipped with a warning each
+    (folder / "broken.json").write_text('{"format": 1, "uid": ', encoding="utf-8")
+    (folder / "lock.json").write_text(json.dumps(LOCK), encoding="utf-8")
+    return uids
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("results")
+    return folder, make_records(folder)
+
+
+@pytest.fixture(scope="module")
+def site(store, tmp_path_factory):
+    out = tmp_path_factory.mktemp("site") / "dash"
+    old = set_reporter(CollectingReporter())
+    try:
+        info = build(store[0], out)
+    finally:
+        set_reporter(old)
+    return out, info, store[1]
+
+
+# ---------------------------------------------------------------- builder
+
+
+def test_build_counts_rows_and_warns_about_non_records(store, tmp_path):
+    reporter = CollectingReporter()
+    old = set_reporter(reporter)
+    try:
+        info = build(store[0], tmp_path / "site")
+    finally:
+        set_reporter(old)
+    assert info.results == 2 * 7 + 2  # a benchmark and a validate per configuration, the old run, the hostile one
+    assert info.rows == 7 + 1
+    assert info.skipped == 2
+    assert any("broken.json: skipped, not valid JSON" in w for w in reporter.warnings)
+    assert any("lock.json: skipped, not a reefkit result record" in w for w in reporter.warnings)
+    index = _load_js(tmp_path / "site" / "data" / "index.js", "CR_DATA_INDEX")
+    rows = _rows(index)
+    onnx_laptop = [r for r in rows if r["backend"] == "onnxruntime" and r["platform_label"] == "Dell Inc. Latitude 7430"
+                   and r["name"] == "lenet-digits"]
+    assert len(onnx_laptop) == 1 and onnx_laptop[0]["runs"] == 3  # the old run counts, but is not shown
+    assert onnx_laptop[0]["bench_uid"] == store[1]["x86-laptop/onnxruntime/onnx/bench"]
+    assert onnx_laptop[0]["top1"] == pytest.approx(0.9806)
+
+
+def test_build_is_deterministic_and_incremental(store, tmp_path, monkeypatch):
+    # several detail files for 18 record files (cr.dashboard.build is also the name of the function)
+    monkeypatch.setattr(sys.modules["cr.dashboard.build"], "BUNDLE_SIZE", 2)
+    a, b = tmp_path / "a", tmp_path / "b"
+    build(store[0], a)
+    build(store[0], b)
+    assert _tree(a) == _tree(b)
+    # touch one record: only its bundle is read again, and the result equals a full build
+    record = store[0] / "rpi4-64" / "bench-5.json"
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data["tags"] = ["rerun"]
+    record.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    try:
+        info = build(store[0], a)
+        assert 0 < info.processed <= 6 and info.reused >= 12 and info.bundles > 4
+        build(store[0], b, incremental=False)
+        assert _tree(a) == _tree(b)
+    finally:
+        data["tags"] = ["ci", "onnxruntime"]
+        record.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def test_build_refuses_a_foreign_directory(store, tmp_path):
+    from cr.errors import CRError
+
+    (tmp_path / "mine.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(CRError, match="refusing to write"):
+        build(store[0], tmp_path)
+    assert (tmp_path / "mine.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_detail_data_is_inert_javascript(site):
+    out, _, uids = site
+    text = "".join(p.read_text(encoding="utf-8") for p in (out / "data").rglob("*.js"))
+    assert "</script" not in text.lower() and "<img" not in text and "<!--" not in text
+    assert "\u2028" not in text and "\u2029" not in text
+    assert "\\u003cimg src=x onerror" in text  # the payload is there, escaped
+
+
+ODD_LAYOUTS = [
+    b'{"format": 1, "uid": "x", "action": "benchmark", "raw": {"latencies_ns": [1, 2]}}',  # compact
+    b'{\n  "raw": {\n    "latencies_ns": []\n  },\n  "platform": null\n}\n',
+    b'{\n  "raw": {\n    "latencies_ns": [\n      -5,\n      7\n    ]\n  }\n}',
+    b'{\n  "raw": {\n    "latencies_ns": [\n      1,,\n      7\n    ]\n  }\n}',  # not JSON
+    b'{\n  "x": {\n  "raw": {\n    "latencies_ns": [1]\n  }\n  },\n  "raw": null\n}',  # a nested "raw" at indent 2
+    b'{\n  "x": {\n  "platform": {\n    "a": 1\n  }\n  }\n}',  # a nested "platform" at indent 2
+    b'{\n  "platform": {\n    "cpu": {\n      "flags": ["a"]\n    }\n  },\n  "raw": {\n    "latencies_ns": [\n      3\n    ]\n  }\n}',
+]
+
+
+@pytest.mark.parametrize("data", ODD_LAYOUTS)
+def test_fast_parse_equals_json_loads(data):
+    try:
+        expected = json.loads(data)
+    except ValueError:
+        with pytest.raises(ValueError):
+            records.parse(data)
+        return
+    record, text, samples = records.parse(data)
+    if samples is None:
+        assert record == expected and text == data
+    else:  # the samples were cut out of the text and handed over separately
+        assert record == {**expected, "raw": None} and json.loads(text) == record
+        assert json.loads(samples) == expected["raw"]["latencies_ns"]
+
+
+def test_raw_samples_from_a_side_file_are_thinned(tmp_path):
+    from array import array
+
+    from cr.runtime.host.record import INLINE_MAX, write
+
+    laptop = detect(PLATFORMS / "x86-laptop").to_dict()
+    values = array("q", range(1000, 1000 + INLINE_MAX + 5))
+    rec = sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", laptop, [1, 2, 3], uid="e000000000000001",
+                                  started="2026-11-30T12:00:00.000Z")
+    rec["raw"] = {"latencies_ns": values}
+    path = write(rec, tmp_path / "big.json")
+    assert (tmp_path / "big.latencies.i64").is_file()
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    raw = records.shrink_raw(stored["raw"], str(path))
+    assert raw["count"] == len(values) and raw["source"] == "file" and not raw["problem"]
+    assert len(raw["samples_ns"]) <= records.SAMPLES_MAX and raw["samples_ns"][0] == 1000
+    stored["raw"]["sha256"] = "0" * 64
+    assert "does not match its sha256" in records.shrink_raw(stored["raw"], str(path))["problem"]
+
+
+def test_cli_build_and_open(store, tmp_path):
+    out = tmp_path / "site"
+    run = _cli("build", "--results", str(store[0]), "--out", str(out), "--json")
+    assert run.returncode == 0, run.stderr
+    info = json.loads(run.stdout)
+    assert info["results"] == 16 and info["rows"] == 8 and info["index_html"] == str(out / "index.html")
+    assert "broken.json: skipped" in run.stderr
+    run = _cli("open", "--out", str(out), "--no-browser")
+    assert run.returncode == 0 and run.stdout.strip() == (out / "index.html").as_uri()
+    run = _cli("open", "--out", str(tmp_path / "none"), "--no-browser")
+    assert run.returncode == 1 and "Error: there is no dashboard" in run.stderr
+
+
+def test_cli_does_not_import_numerical_frameworks(store, tmp_path):
+    probe = (
+        "import json, sys\n"
+        "from cr.cli import main as m\n"
+        "from cr.cli.dashboard import dashboard\n"
+        "if 'dashboard' not in m.cli.commands: m.cli.add_command(dashboard)\n"
+        "try:\n    m.main(sys.argv[2:])\nexcept SystemExit:\n    pass\n"
+        "json.dump(sorted(sys.modules), open(sys.argv[1], 'w'))\n"
+    )
+    listing = tmp_path / "modules.json"
+    subprocess.run([sys.executable, "-c", probe, str(listing), "dashboard", "build", "--results", str(store[0]),
+                    "--out", str(tmp_path / "site")], capture_output=True, check=True, timeout=60)
+    modules = json.loads(listing.read_text(encoding="utf-8"))
+    assert not [m for m in modules if m.split(".")[0] in ("numpy", "torch", "tensorflow", "onnxruntime")]
+
+
+# ---------------------------------------------------------------- in Chromium
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed (pip install playwright; never `playwright install`)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    """A page that records dialogs, page errors, failed requests and console errors; all must stay empty."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    problems = []
+    pg.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    pg.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    pg.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    pg.problems = problems
+    pg.shots = tmp_path
+    yield pg
+    context.close()
+
+
+def _open(pg, site, route: str):
+    url = (site[0] / "index.html").as_uri() + route
+    assert url.startswith("file://")
+    pg.goto(url)
+    _wait(pg, "() => !!window.CR_DASHBOARD && window.CR_DASHBOARD.ready")
+
+
+def _wait(pg, predicate: str, timeout: float = 15.0) -> None:
+    """Poll predicate with evaluate: wait_for_function compiles strings with eval, which the
+    dashboard's Content-Security-Policy forbids."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not pg.evaluate(predicate):
+        assert time.monotonic() < deadline, f"timed out waiting for {predicate}"
+        pg.wait_for_timeout(20)
+
+
+def _shot(pg, name: str) -> None:
+    pg.screenshot(path=str(pg.shots / f"{name}.png"), full_page=True)
+
+
+def test_leaderboard_lists_filters_and_sorts(page, site):
+    _open(page, site, "#/leaderboard")
+    page.wait_for_selector("#leaderboard tbody tr[data-row]")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 8
+    names = page.locator("#leaderboard td[data-col=name] a.subject").all_text_contents()
+    assert names.count("lenet-digits") == 7 and XSS_NAME in names
+    assert page.locator("#leaderboard").get_attribute("data-total") == "8"
+    _shot(page, "leaderboard")
+
+    page.select_option("select[data-filter=backend]", "tflite")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 4
+    assert set(page.locator("#leaderboard td[data-col=backend]").all_text_contents()) == {"tflite 2.3.0"}
+    page.select_option("select[data-filter=platform]", label="Raspberry Pi 4 Model B (3)")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 2
+    page.click("text=Clear filters")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 8
+    page.fill("input[data-filter=q]", "int8")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 2
+
+    page.fill("input[data-filter=q]", "")
+    page.click("#leaderboard th[data-col=p50_ns]")
+    p50 = _column_values(page, "p50_ns")
+    assert p50 == sorted(p50) and len(p50) == 7  # rows without a benchmark come last, in any order
+    assert page.locator("#leaderboard th[data-col=p50_ns]").get_attribute("aria-sort") == "ascending"
+    page.click("#leaderboard th[data-col=p50_ns]")
+    assert _column_values(page, "p50_ns") == sorted(p50, reverse=True)
+    assert not page.problems
+
+
+def test_pareto_plot_draws_every_point(page, site):
+    _open(page, site, "#/pareto")
+    page.wait_for_selector("#pareto[data-points='7']")
+    assert page.locator("#pareto").get_attribute("data-drawn") == "7"  # point elements Chart.js laid out
+    assert page.evaluate("window.CR_DASHBOARD.paretoPoints") == 7
+    legend = page.locator("#pareto-legend").inner_text()
+    assert all(b in legend for b in ("onnxruntime", "torch", "tflite")) and "Raspberry Pi 4 Model B" in legend
+    _shot(page, "pareto")
+    page.select_option("select[data-control=x-axis]", "throughput")
+    _wait(page, "() => !!document.querySelector('#pareto-canvas') && window.CR_DASHBOARD.paretoPoints === 7")
+    page.select_option("select[data-filter=platform]", label="Raspberry Pi 4 Model B (3)")
+    page.wait_for_selector("#pareto[data-points='3']")
+    assert not page.problems
+
+
+def test_detail_shows_lock_latency_and_validation(page, site):
+    uid = site[2]["x86-laptop/onnxruntime/onnx/bench"]
+    _open(page, site, f"#/result/{uid}")
+    page.wait_for_selector("table.lock-software")
+    software = page.locator("table.lock-software").inner_text()
+    assert "onnxruntime" in software and "1.32.0" in software and "numpy" in software and "2.4.6" in software
+    page.wait_for_selector("#latency[data-samples='600']")
+    assert page.locator("#latency canvas").count() == 3
+    assert "PASS" not in page.locator("#metrics").inner_text()  # a benchmark: metrics, not checks
+    assert "98.06 %" in page.locator("table.overview").inner_text()  # accuracy of the latest validation
+    page.wait_for_selector("table.runs")
+    assert page.locator("table.runs tbody tr").count() == 3
+    _shot(page, "detail")
+
+    _open(page, site, f"#/result/{site[2]['rpi4-64/tflite/tflite-int8/validate']}")
+    page.wait_for_selector("table.checks")
+    assert "FAIL" not in page.locator("table.checks").inner_text()
+    assert "run-software" in page.locator("#software table").get_attribute("class")  # no lock: what the run reported
+    assert not page.problems
+
+
+def test_compare_shows_results_side_by_side(page, site):
+    a, b = site[2]["x86-laptop/onnxruntime/onnx/bench"], site[2]["x86-laptop/torch/torchscript/bench"]
+    _open(page, site, f"#/compare/{a},{b}")
+    page.wait_for_selector("#compare")
+    assert page.locator("#compare thead th.result-col").count() == 2
+    row = page.locator("#compare tr[data-metric='p50 latency']").inner_text()
+    assert "%" in row  # relative difference to the first column
+    assert "backend" in page.locator("table.compare-config").inner_text()
+    _shot(page, "compare")
+    # from the leaderboard: select two rows, press compare
+    _open(page, site, "#/leaderboard")
+    page.locator("#leaderboard tbody tr[data-row] input[type=checkbox]").nth(0).check()
+    page.locator("#leaderboard tbody tr[data-row] input[type=checkbox]").nth(1).check()
+    page.click("button[data-action=compare]")
+    page.wait_for_selector("#compare")
+    assert page.locator("#compare thead th.result-col").count() == 2
+    assert not page.problems
+
+
+def test_hostile_text_stays_text(page, site):
+    page.add_init_script("window.__xss = undefined")
+    for route in ("#/leaderboard", "#/pareto", f"#/result/{site[2]['xss']}",
+                  f"#/compare/{site[2]['xss']},{site[2]['x86-laptop/onnxruntime/onnx/bench']}"):
+        _open(page, site, route)
+        page.wait_for_timeout(300)
+        if route.startswith("#/result"):
+            page.wait_for_selector("#error")
+            assert XSS_ERROR.replace("\u2028", "").split(" <!--")[0] in page.locator("#error").inner_text()
+            assert XSS_TAG in page.locator("table.overview").inner_text()
+        state = page.evaluate("""() => ({
+            xss: window.__xss,
+            images: document.querySelectorAll('img').length,
+            inline: Array.from(document.scripts).filter(s => !s.src).length,
+            bold: document.querySelectorAll('main b').length })""")
+        assert state == {"xss": None, "images": 0, "inline": 0, "bold": 0}, route
+    _open(page, site, "#/leaderboard")
+    assert XSS_NAME in page.locator("#leaderboard").inner_text()
+    _shot(page, "hostile")
+    assert not page.problems
+
+
+def test_many_rows_paginate_and_filter_by_typing(page, tmp_path):
+    # 2,800 configurations: 28 pages of 100; 350 models, too many for a menu
+    sample.write_store(tmp_path / "results", 5600, samples=16)
+    info = build(tmp_path / "results", tmp_path / "site")
+    assert info.rows == 2800
+    site = (tmp_path / "site", info, {})
+    _open(page, site, "#/leaderboard")
+    page.wait_for_selector("#leaderboard tbody tr[data-row]")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 100
+    assert page.locator("[data-pager=top] [data-pager=range]").inner_text() == "Rows 1–100 of 2,800"
+    page.locator("[data-pager=bottom] button[data-action=next]").click()
+    assert page.locator("[data-pager=top] [data-pager=range]").inner_text() == "Rows 101–200 of 2,800"
+    assert page.locator("select[data-filter=name]").count() == 0  # a text box instead
+    page.fill("input[data-filter=name]", "model-00007")
+    assert page.locator("#leaderboard tbody tr[data-row]").count() == 8
+    assert page.locator("[data-pager=top] [data-pager=range]").inner_text() == "Rows 1–8 of 8 (filtered from 2,800)"
+    page.click("#leaderboard th[data-col=throughput]")
+    tp = _column_values(page, "throughput")
+    assert tp == sorted(tp, reverse=True)
+    assert not page.problems
+
+
+def test_missing_result_and_unknown_route(page, site):
+    _open(page, site, "#/result/ffffffffffffffff")
+    page.wait_for_selector("text=Result not found")
+    _open(page, site, "#/result/..%2F..%2Fetc")
+    page.wait_for_selector("text=Not a result id.")
+    _open(page, site, "#/nowhere")
+    page.wait_for_selector("text=Page not found")
+    assert not [p for p in page.problems if not p.startswith("request failed")]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def write(record: dict, path: Path) -> None:
+    """As cr writes a record (cr/runtime/host/record.py: indent 2, a final newline), without its fsync."""
+    from cr.fsutil import json_bytes
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(json_bytes(record))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """`cr dashboard ...` through cr's real entry point (registering the group if main.py does not yet)."""
+    code = ("import sys\nfrom cr.cli import main as m\nfrom cr.cli.dashboard import dashboard\n"
+            "if 'dashboard' not in m.cli.commands: m.cli.add_command(dashboard)\nm.main(sys.argv[1:])\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    return subprocess.run([sys.executable, "-c", code, "dashboard", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def _load_js(path: Path, name: str) -> dict:
+    """The data of a `window.NAME=JSON.parse('...');` file (only \\\\ and \\' are escaped in the string)."""
+    import re
+
+    text = path.read_text(encoding="ascii")
+    prefix, suffix = f"window.{name}=JSON.parse('", "');\n"
+    assert text.startswith(prefix) and text.endswith(suffix)
+    return json.loads(re.sub(r"\\(.)", r"\1", text[len(prefix):-len(suffix)]))
+
+
+def _rows(index: dict) -> list[dict]:
+    strings, interned = index["strings"], set(index["interned"])
+    out = []
+    for row in index["rows"]:
+        item = {}
+        for column, value in zip(index["columns"], row):
+            if column == "tags":
+                value = [strings[t] for t in value]
+            elif column in interned:
+                value = strings[value]
+            item[column] = value
+        out.append(item)
+    return out
+
+
+def _tree(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _column_values(page, column: str) -> list[float]:
+    cells = page.locator(f"#leaderboard td[data-col={column}]")
+    return [float(v) for v in (cells.nth(i).get_attribute("data-value") for i in range(cells.count())) if v]
