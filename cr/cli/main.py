@@ -98,14 +98,14 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
 
 
 def _register_commands() -> None:
-    from . import actions, archive, components, dashboard, platform, repos, resolve, results, software, solution
+    from . import actions, archive, components, dashboard, platform, publish, repos, resolve, results, software, solution
     from .compile import compile_
 
     for command in (
         components.find, components.show, components.new, components.check, components.hash_,
         repos.repo, platform.platform_, software.detect, software.install, software.env, resolve.resolve,
         actions.benchmark, actions.run_, actions.validate, compile_, archive.pack, archive.unpack,
-        solution.init, solution.reproduce, results.results, dashboard.dashboard,
+        solution.init, solution.reproduce, results.results, dashboard.dashboard, publish.publish,
     ):
         cli.add_command(command)
     software.env.add_command(resolve.exec_)

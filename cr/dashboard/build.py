@@ -85,11 +85,11 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
     started = time.perf_counter()
     out = Path(out_dir).expanduser().absolute()
     _check_out_dir(out)
+    found = _scan(results, skip_dir=out)  # before anything is written: a bad --results leaves out untouched
     results_dir, state_dir = out / "data" / "results", out / STATE_DIR
     results_dir.mkdir(parents=True, exist_ok=True)
     state_dir.mkdir(exist_ok=True)
 
-    found = _scan(results, skip_dir=out)
     phases = {"scan": time.perf_counter() - started}
     count = _bundle_count(len(found))
     previous = _load_meta(out)

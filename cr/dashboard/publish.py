@@ -306,6 +306,11 @@ def _sync(repo, url: str, branch: str) -> bool:
         git.checkout("--force", "-B", branch, remote)
         git.reset("--hard", remote)
     else:
+        try:  # a local branch left from before (the remote one was deleted) would block --orphan
+            git.checkout("--force", "--detach")
+            git.branch("-D", branch)
+        except _git().GitCommandError:
+            pass
         git.checkout("--force", "--orphan", branch)
         try:
             git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")

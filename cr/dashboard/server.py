@@ -301,6 +301,9 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, body, "application/json", head)
 
     def _static(self, raw_path: str, head: bool) -> None:
+        if raw_path == "/favicon.ico" and not os.path.isfile(os.path.join(self.server.site_real, "favicon.ico")):
+            self._send(204, b"", "image/x-icon", head=True)  # browsers ask for it; the site has none
+            return
         path = self._site_file(raw_path)
         try:
             with open(path, "rb") as f:
