@@ -54,10 +54,14 @@ from .harness import Outcome, Settings
 
 LOADGEN_SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "offline": "Offline", "server": "Server"}
 LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json", "mlperf_log_trace.json")
-# LoadGen through a Python SUT costs ~14 us a query here (benchmarks/bench_harness.py). Below
-# this floor an expected latency would only make LoadGen pre-generate (2x duration / latency)
-# queries it never issues, at ~300 bytes each.
-LATENCY_FLOOR_NS = 10_000
+# LoadGen pre-generates 2x min_duration / expected latency queries, at ~300 bytes each. The
+# expected latency is kept at or above the floor that caps that at MAX_GENERATED queries
+# (~600 MB): 1 us for short runs, 10 us for a 10 s run. A model faster than that (with
+# LoadGen's own ~4-14 us per query through a Python SUT) can run out of generated queries
+# before min_duration: LoadGen then reports the run INVALID (min duration not met) itself.
+LATENCY_FLOOR_NS = 1_000
+MAX_GENERATED = 2_000_000
+QUERY_COST_NS = 10_000  # LoadGen + the Python SUT per query, typically (for sizing the trace)
 # What the offline SUT adds to each batch (its loop and QuerySamplesComplete: 5-6 us here,
 # ~11 us traced), for offline_expected_qps. Offline cannot stop early: planned too few batches
 # end before min_duration (INVALID), so this is set well below the real cost.
@@ -102,8 +106,8 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
     calls = -(-settings.samples_per_query // batch_size) if settings.scenario == "multi-stream" else 1
     typical_ns = _warm_up(backend.run, batches, calls, settings)
     test = _test_settings(lg, settings, calls, typical_ns)
-    if trace is None:
-        trace = _expected_samples(settings, calls, typical_ns) <= TRACE_MAX_SAMPLES
+    if trace is None:  # offline's latencies come from the SUT anyway (one LoadGen query)
+        trace = settings.scenario != "offline" and _expected_samples(settings, calls, typical_ns) <= TRACE_MAX_SAMPLES
     _clear_logs(log_dir)
     record = _Record()
     issue = (_offline_sut if settings.scenario == "offline" else _sut)(lg, backend.run, batches, record)
@@ -183,18 +187,25 @@ def _test_settings(lg, settings: Settings, calls: int, typical_ns: int):
     test.qsl_rng_seed = test.sample_index_rng_seed = test.schedule_rng_seed = test.accuracy_log_rng_seed = settings.seed
     # LoadGen pre-generates 2x the min duration's worth of queries at the expected rate: the
     # fastest warm-up query, not the median, so that a run faster than expected still fills it.
-    expected_ns = max(LATENCY_FLOOR_NS, typical_ns)
+    expected_ns = max(_floor_ns(settings), typical_ns)
     if settings.scenario == "single-stream":
         test.single_stream_expected_latency_ns = expected_ns
     elif settings.scenario == "multi-stream":
         test.multi_stream_samples_per_query = calls
         test.multi_stream_expected_latency_ns = expected_ns
     elif settings.scenario == "offline":
-        test.offline_expected_qps = 1e9 / (typical_ns + OFFLINE_SAMPLE_COST_NS)
+        # twice the estimate: too few planned batches end the run before min_duration (INVALID),
+        # too many only make it last longer
+        test.offline_expected_qps = 2e9 / (typical_ns + OFFLINE_SAMPLE_COST_NS)
     else:
         test.server_target_qps = float(settings.target_qps)
         test.server_target_latency_ns = int((settings.latency_bound_ms or DEFAULT_LATENCY_BOUND_MS) * 1e6)
     return test
+
+
+def _floor_ns(settings: Settings) -> int:
+    """The least expected latency given to LoadGen (see MAX_GENERATED)."""
+    return max(LATENCY_FLOOR_NS, int(2 * settings.min_duration_s * 1e9 / MAX_GENERATED))
 
 
 def _expected_samples(settings: Settings, calls: int, typical_ns: int) -> float:
@@ -202,8 +213,8 @@ def _expected_samples(settings: Settings, calls: int, typical_ns: int) -> float:
     if settings.scenario == "server":
         return max(settings.min_queries, settings.target_qps * settings.min_duration_s)
     if settings.scenario == "offline":
-        return max(settings.min_queries, 1.1 * settings.min_duration_s * 1e9 / (typical_ns + OFFLINE_SAMPLE_COST_NS))
-    return max(settings.min_queries, settings.min_duration_s * 1e9 / (typical_ns + LATENCY_FLOOR_NS)) * calls
+        return max(settings.min_queries, 2.2 * settings.min_duration_s * 1e9 / (typical_ns + OFFLINE_SAMPLE_COST_NS))
+    return max(settings.min_queries, settings.min_duration_s * 1e9 / (typical_ns + QUERY_COST_NS)) * calls
 
 
 def _sut(lg, run, batches: list, record: _Record):
