@@ -21,6 +21,7 @@ from array import array
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
 # says 16 lowercase hex digits; anything outside this safe alphabet is refused.
 UID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_KEY_RE = re.compile(r"[A-Za-z0-9_:-]*\Z")  # detail-file keys that json.dumps would leave as they are
 
 # Raw latencies kept per detail file: beyond this, every step-th sample (in time order).
 SAMPLES_MAX = 2048
@@ -83,8 +84,9 @@ def load(path: str, size: int = -1) -> tuple[dict, bytes, bytes | None]:
 # and its list ends at the first ']\n  }' after it (a newline cannot occur inside a JSON string).
 _RAW_AT = b'\n  "raw": {'
 _RAW_END = b"]\n  }"  # the list's closing bracket first: far faster to find than '\n  }' among "\n      123," lines
-_SAMPLE_CHARS = b"0123456789,-\t\r\n "
-_SAMPLES_SHAPE = b'{"latencies_ns":[]}'
+_RAW_NAME = b'"raw": {'
+_SAMPLE_CHARS = b"0123456789,-"
+_SAMPLES_OPEN = b'{"latencies_ns":['
 
 
 def parse(data: bytes) -> tuple[dict, bytes, bytes | None]:
@@ -99,18 +101,22 @@ def parse(data: bytes) -> tuple[dict, bytes, bytes | None]:
     time on an x86 record, whose CPU flags are long). Any other layout is parsed whole.
     """
     text, samples = data, None
-    start = data.find(_RAW_AT)
     # '"raw":' can only be a member name (a '"' inside a string is escaped), so when it
     # occurs once, the member found is the top-level one (a hand-made file may indent a
-    # nested "raw" by two spaces)
-    if start >= 0 and data.count(b'"raw":') == 1:
+    # nested "raw" by two spaces): its first occurrence must start _RAW_AT, and none may
+    # follow the list (the list itself holds only digits, '-', ',' and whitespace)
+    start = data.find(b'"raw":') - (len(_RAW_AT) - len(_RAW_NAME))
+    if start >= 0 and data.startswith(_RAW_AT, start):
         start += len(_RAW_AT) - 1
-        end = data.find(_RAW_END, start)
-        if end > 0:
+        end = data.find(b"]", start)  # memchr; a ']' before the list's own would fail the shape check anyway
+        if end > 0 and data.startswith(_RAW_END, end):
             end += len(_RAW_END)
-            span = data[start:end]
-            if span.translate(None, _SAMPLE_CHARS) == _SAMPLES_SHAPE:
-                samples = _integer_list(span.translate(None, b"\t\r\n "))
+            compact = data[start:end].translate(None, b"\t\r\n ")
+            if (compact.startswith(_SAMPLES_OPEN) and compact.endswith(b"]}")
+                    and data.find(b'"latencies_ns"', start, start + 64) > 0  # not a key that only loses its spaces
+                    and not compact[len(_SAMPLES_OPEN):-2].translate(None, _SAMPLE_CHARS)
+                    and data.find(b'"raw":', end) < 0):
+                samples = _integer_list(compact)
                 if samples is not None:
                     text = data[:start] + b"null" + data[end:]
     try:
@@ -123,17 +129,20 @@ def parse(data: bytes) -> tuple[dict, bytes, bytes | None]:
 
 
 _PLATFORM_AT = b'\n  "platform": {'
+_PLATFORM_NAME = b'"platform": {'
 _OBJECT_END = b"\n  }"
 _platforms: dict[bytes, object] = {}
 
 
 def _with_known_platform(text: bytes):
-    start = text.find(_PLATFORM_AT)
-    if start < 0 or text.count(b'"platform":') != 1:  # see parse(): only then is it the top-level one
+    # as for "raw" in parse(): the first '"platform":' starts _PLATFORM_AT and none follows
+    # the object (one inside it is part of the value; the null check below catches the rest)
+    start = text.find(b'"platform":') - (len(_PLATFORM_AT) - len(_PLATFORM_NAME))
+    if start < 0 or not text.startswith(_PLATFORM_AT, start):
         return json.loads(text)
     start += len(_PLATFORM_AT) - 1
     end = text.find(_OBJECT_END, start)
-    if end < 0:
+    if end < 0 or text.find(b'"platform":', end) >= 0:
         return json.loads(text)
     end += len(_OBJECT_END)
     value = text[start:end]
@@ -359,7 +368,9 @@ def detail_js(record: dict, text: bytes, samples: bytes | None, record_path: str
         raw_js = b"null"
     if text.lstrip()[:1] != b"{":  # a UTF-16/32 file (json.loads reads those): not UTF-8 text to embed
         text = _reencode(record)
-    return b"".join((b"(window.CR_RESULTS=window.CR_RESULTS||{})[", js_literal(key).encode("ascii"),
+    # key is "<bundle>:<uid>": hex digits, ':' and UID_RE's alphabet need no escaping (json.dumps costs more)
+    key_js = f'"{key}"' if _KEY_RE.match(key) else js_literal(key)
+    return b"".join((b"(window.CR_RESULTS=window.CR_RESULTS||{})[", key_js.encode("ascii"),
                      b']={"source":', js_literal(source_name).encode("ascii"), b',"raw":', raw_js,
                      b',"record":', _escape(text), b"};\n"))
 
