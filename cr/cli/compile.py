@@ -4,22 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
-
-
-def _options(pairs: tuple[str, ...]) -> dict:
-    """KEY=VALUE pairs; VALUE is JSON when it parses (17, true, 1e-4), else a string."""
-    import json
-
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="-O")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    return options
+from .actions import _backend_options
 
 
 def _summary_rows(record: dict) -> list[list]:
@@ -75,7 +60,7 @@ def compile_(ref, to, variant, options, version, force, out, as_json, **params):
     from ..store.refs import parse_ref_words
 
     record = compile_model(
-        str(parse_ref_words(ref)), to, variant=variant, params={**params, "options": _options(options)},
+        str(parse_ref_words(ref)), to, variant=variant, params={**params, "options": _backend_options(options)},
         version=version, output=out, force=force,
     )
     if as_json:

@@ -39,6 +39,7 @@ from pathlib import Path
 from ...errors import Conflict, CRError, InvalidMeta
 from .. import variants
 from ..actions import compile as conversions
+from .actions import _params
 from . import launch, record as records
 
 ACTION = "action:compile"
@@ -48,21 +49,6 @@ FRAMEWORKS = {"onnxruntime", "onnx", "onnxscript", "torch", "tensorflow", "tenso
               "tflite-runtime", "tensorrt"}
 FORMAT_TAGS = {"onnx", "tflite", "torchscript", "pytorch", "torch", "keras", "savedmodel", "tensorflow", "trt", "tensorrt",
                "trt-plan", "int8", "fp16", "fp32"}
-
-
-def _params(action_meta: dict, given: dict) -> dict:
-    params = dict(action_meta.get("defaults") or {})
-    params.update({k: v for k, v in given.items() if v is not None})
-    schema = action_meta.get("parameters")
-    if schema:
-        import jsonschema
-
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(params), key=lambda e: list(e.path))
-        if errors:
-            e = errors[0]
-            where = "/".join(map(str, e.path)) or "parameters"
-            raise CRError(f"compile parameter {where}: {e.message}", hint=f"see the parameters of {ACTION} (cr show {ACTION})")
-    return params
 
 
 def _source_variant(model: dict, to: str, variant: str | None) -> dict:
@@ -148,7 +134,7 @@ def compile_model(
     model = show(ref, verify=False)
     if model["kind"] != "model":
         raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
-    params = _params(action["meta"], {**(params or {}), "to": to, "variant": variant})
+    params = _params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant})
     source = _source_variant(model, to, variant)
     the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
                                 params.get("options"), _source_name(model, source))
