@@ -140,6 +140,13 @@ def test_publish_git_concurrent_publishers_lose_nothing(tmp_path, bare):
     assert (report["added"], report["duplicates"]) == (1, 3)
     assert git("log", "-1", "--format=%s", "main", cwd=bare).strip() == "nightly run"
 
+    # a dashboard of the shared repository, built on a machine that has none of the results
+    built = cr(tmp_path / "home-d", "dashboard", "build", "--from-git", bare, "--out", tmp_path / "site-d", "--json")
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["results"] == 7
+    missing = cr(tmp_path / "home-d", "dashboard", "build", "--from-git", bare, "--branch", "nope", "--out", tmp_path / "site-e")
+    assert missing.returncode == 1 and "has no branch 'nope'" in missing.stderr
+
 
 def test_publish_git_skips_invalid_records_and_explains_failures(tmp_path, bare):
     make_records(tmp_path / "r", 1, 2)

@@ -26,9 +26,11 @@ def dashboard() -> None:
               help="A directory of result JSON files (searched recursively) or one record; repeatable. "
                    "Default: CR_HOME/results.")
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR", help="Where to write the site (default: CR_HOME/dashboard).")
+@click.option("--from-git", "from_git", metavar="URL", help="Build from the results of a git results repository (made by cr publish --git).")
+@click.option("--branch", default="main", show_default=True, help="--from-git: the branch to read.")
 @click.option("--full", is_flag=True, help="Re-read every record, ignoring what the last build of --out kept.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was built as JSON.")
-def build_(results, out, full, as_json):
+def build_(results, out, from_git, branch, full, as_json):
     """Build the dashboard from result records: cr dashboard build --results DIR --out DIR.
 
     Files that are not result records are skipped with a warning naming them. A rebuild
@@ -38,6 +40,10 @@ def build_(results, out, full, as_json):
     from ..errors import CRError
 
     sources = list(results)
+    if from_git:
+        from ..dashboard.publish import fetch_results
+
+        sources.append(fetch_results(from_git, branch))
     if not sources:
         default = _default("results")
         if not default.is_dir():

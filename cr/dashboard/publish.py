@@ -239,6 +239,24 @@ def publish_git(url: str, branch: str = "main", sources=None, message: str | Non
                        "(others keep pushing to it)", hint="run cr publish again in a moment")
 
 
+def fetch_results(url: str, branch: str = "main", home: Path | None = None) -> Path:
+    """The results/ folder of the git results repository at url, fetched into the publish
+    cache (the same clone `cr publish --git` uses): what `cr dashboard build --from-git` reads."""
+    from filelock import FileLock
+
+    clone = cache_dir(url, home)
+    clone.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(clone) + ".lock"):
+        repo = _open_clone(clone, url)
+        with repo:
+            if not _sync(repo, url, branch):
+                raise PublishError(f"{url} has no branch {branch!r}", hint="give --branch, or publish to it first (cr publish --git URL)")
+    results = clone / "results"
+    if not results.is_dir():
+        raise PublishError(f"{url} ({branch}) holds no results/ folder", hint="is it a results repository made by cr publish --git?")
+    return results
+
+
 def _git_env() -> dict:
     from ..store.gitrepo import _GIT_ENV
 
