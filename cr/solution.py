@@ -245,8 +245,9 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
     for i, act in enumerate(declared(sol["meta"], only)):
         out = Path(output_dir) / f"{act['action']}-{i}.json" if output_dir else None
         given = (overrides or {}).get(act["action"]) or {}
+        # the lock resolved above: each action runs in it without resolving again
         record = run_action(act["action"], sol["ref"], params={**(act.get("params") or {}), **given},
-                            layered=False, model_ref=model_ref, output=out, **kw)
+                            layered=False, model_ref=model_ref, lock=the_lock["path"], output=out, **kw)
         if store:
             from .results.store import default_store
 

@@ -102,11 +102,19 @@ def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, 
     if failed:
         error = failed[0].get("error") or {}
         raise CRError(f"{failed[0]['action']} failed: {error.get('message')}", hint=error.get("hint"))
-    bad = [r for r in records if (r.get("validation") or {}).get("outcome") == "FAIL"]
-    if bad:
-        checks = [c for c in bad[0]["validation"]["checks"] if c["ok"] is False]
-        raise CRError("accuracy outside tolerance: " + "; ".join(f"{c['metric']} {c['value']:.4f}, expected {c['expected']:.4f} +- {c['allowed']:.4f}" for c in checks),
-                      hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions")
+    for r in records:
+        _check_tolerance(r.get("validation") or {})
+
+
+def _check_tolerance(validation: dict) -> None:
+    """CRError naming every metric of a FAIL validation with its value and allowed range."""
+    from ..errors import CRError
+
+    if validation.get("outcome") != "FAIL":
+        return
+    bad = [c for c in validation.get("checks") or [] if c["ok"] is False]
+    raise CRError("accuracy outside tolerance: " + "; ".join(f"{c['metric']} {c['value']:.4f}, expected {c['expected']:.4f} +- {c['allowed']:.4f}" for c in bad),
+                  hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions against the model's")
 
 
 def _finish(record: dict, out, as_json: bool, table=None) -> None:
@@ -269,7 +277,4 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         output.table(["METRIC", "VALUE"], rows, title=f"{record['components'][0]['ref']} ({(record.get('pipeline') or {}).get('variant')}) on {record['backend']['name']}")
 
     _finish(record, out, as_json, table)
-    if v.get("outcome") == "FAIL":
-        bad = [c for c in v.get("checks") or [] if c["ok"] is False]
-        raise CRError("accuracy outside tolerance: " + "; ".join(f"{c['metric']} {c['value']:.4f}, expected {c['expected']:.4f} +- {c['allowed']:.4f}" for c in bad),
-                      hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions against the model's")
+    _check_tolerance(v)

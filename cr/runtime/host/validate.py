@@ -45,7 +45,7 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
                                        {"parity": backends, **params}, None, started),
                            {"status": "failed", "error": {**(rec.get("error") or {}), "message": f"{b}: {(rec.get('error') or {}).get('message')}"}},
                            members, output)
-        runs[b] = rec.pop("outputs", None) or rec.get("validation", {}).get("outputs")
+        runs[b] = rec.pop("outputs")
     first = next(iter(targets.values()))
     result, _ = launch.run_job({"format": 1, "action": "validate", "entry": COMPARE_ENTRY, "runs": runs,
                                 "params": {"parity_atol": params.get("parity_atol", 1e-4)}}, timeout=600)
