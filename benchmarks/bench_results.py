@@ -2,7 +2,7 @@
 """Results store benchmark: bulk inserts, filtered queries at 100,000 results, the command's wall time.
 
 Generates N synthetic but realistic result records (default 100,000: the structure
-cr.runtime.host.record.new/complete gives, this host's real platform description,
+cr.results.record.new/complete gives, this host's real platform description,
 --samples raw latencies each, lognormal around a per-solution base), spread over
 N/2000 solutions x 2 backends, so that one (solution, backend) pair matches 1,000 of them.
 Then, in a temporary directory:
@@ -66,7 +66,7 @@ def make_records(n: int, samples: int, seed: int = 0):
 
     One record.new() gives the template (this host's real platform included, shared by
     all: the same description n times need not cost n copies in memory)."""
-    from cr.runtime.host import record
+    from cr.results import record
 
     rng = random.Random(seed)
     solutions = max(1, n // (PER_PAIR * len(BACKENDS)))

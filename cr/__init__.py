@@ -8,11 +8,15 @@ framework is imported until a model runs.
 from .__about__ import __version__
 from .errors import CRError
 
-# Re-exported from cr.api, imported on first use (PEP 562).
+# Re-exported from cr.api (which re-exports the owning modules), imported on first use (PEP 562);
+# the same names as cr.api.__all__ but "resolve", which on this package is the subpackage cr.resolve
+# (the import system sets it as an attribute once it is imported): cr.resolve_ref is that function.
 _API_NAMES = frozenset({
-    "CheckReport", "Component", "FileCheck", "check", "env_for", "find", "install_missing", "lock", "new",
-    "open_index", "rehash", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_update",
-    "resolve", "show", "verify_files",
+    "CheckReport", "Component", "FileCheck", "benchmark", "build_dashboard", "check", "compile_model", "component_sha256",
+    "create_solution", "detect", "detect_platform", "env_for", "find", "init_solution", "install", "install_missing",
+    "lock", "matching", "new", "open_index", "pack", "parity", "predict", "rehash", "repo_add", "repo_init", "repo_list",
+    "repo_pull", "repo_rm", "repo_update", "reproduce", "resolve_ref", "result_store", "run_action", "run_solution", "show",
+    "unpack", "validate", "verify_files",
 })
 
 __all__ = ["__version__", "CRError", *sorted(_API_NAMES)]
@@ -26,8 +30,7 @@ def __getattr__(name: str):
         globals()[name] = value  # looked up once
         return value
     if not name.startswith("__"):
-        # `import cr; cr.store.registry...` worked while cr imported cr.api eagerly: a
-        # submodule is still imported on first access.
+        # `import cr; cr.store.registry...` works: a submodule is imported on first access.
         import importlib
 
         try:

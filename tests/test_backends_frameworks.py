@@ -23,7 +23,7 @@ import pytest
 from cr.errors import CRError
 from cr.runtime import registry
 from cr.runtime.backends.base import InputMismatch, check_format, check_options
-from cr.runtime.host.launch import run_job
+from cr.run.launch import run_job
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

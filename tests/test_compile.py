@@ -426,7 +426,7 @@ def test_keras_to_tflite_fp32_and_int8(compile_cr, run_cr, tmp_path):
 def test_labels_and_plans():
     from cr.errors import CRError
     from cr.runtime.actions.compile import plan
-    from cr.runtime.host.compile import output_version
+    from cr.run.compile import output_version
 
     assert output_version("1.0.0", ["onnx"]) == "1.0.0+onnx"
     assert output_version("1.0.0+onnx", ["onnx", "int8", "dynamic"]) == "1.0.0+onnx.int8.dynamic"

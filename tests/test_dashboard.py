@@ -1,6 +1,6 @@
 """The static dashboard: the builder (cr/dashboard) and the site (dashboard/) in real Chromium.
 
-Records are made in the result format (cr/runtime/host/record.py) with cr.dashboard.sample,
+Records are made in the result format (cr/results/record.py) with cr.dashboard.sample,
 on two platforms detected from captured machines (tests/fixtures/platforms), several
 backends, a benchmark and a validate per configuration, one with a real lock, and one
 whose names, tags and error text carry HTML/script payloads. The browser tests open the
@@ -210,7 +210,7 @@ def test_fast_parse_equals_json_loads(data):
 def test_raw_samples_from_a_side_file_are_thinned(tmp_path):
     from array import array
 
-    from cr.runtime.host.record import INLINE_MAX, write
+    from cr.results.record import INLINE_MAX, write
 
     laptop = detect(PLATFORMS / "x86-laptop").to_dict()
     values = array("q", range(1000, 1000 + INLINE_MAX + 5))
@@ -453,7 +453,7 @@ def test_missing_result_and_unknown_route(page, site):
 
 
 def write(record: dict, path: Path) -> None:
-    """As cr writes a record (cr/runtime/host/record.py: indent 2, a final newline), without its fsync."""
+    """As cr writes a record (cr/results/record.py: indent 2, a final newline), without its fsync."""
     from cr.fsutil import json_bytes
 
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -58,8 +58,8 @@ def make_record(uid: str, *, action: str = "benchmark", model: str = "lenet-digi
                 backend: str = "onnxruntime", variant: str = "onnx", started: str = "2026-03-01T10:00:00.000Z",
                 values: array | None = None, status: str = "ok", platform: dict | None = None,
                 top1: float | None = None) -> dict:
-    """A complete record built with cr.runtime.host.record.new/complete, as `cr benchmark` makes it."""
-    from cr.runtime.host import record
+    """A complete record built with cr.results.record.new/complete, as `cr benchmark` makes it."""
+    from cr.results import record
 
     def component(kind, name, version="1.0.0"):
         return {"ref": f"{kind}:{name}@{version}", "kind": kind, "name": name, "version": version,
@@ -281,7 +281,7 @@ def test_add_refuses_invalid_files_and_imports_the_rest(cr, tmp_path):
 # -- the API and robustness ---------------------------------------------------------------------
 
 def test_record_write_output_imports_inline_or_with_side_file(store, tmp_path, monkeypatch):
-    from cr.runtime.host import record
+    from cr.results import record
 
     values = latencies(9, n=64)
     inline = record.write(make_record(uid_of(1), values=values), tmp_path / "inline.json")

@@ -17,8 +17,8 @@ import pytest
 from cr.errors import CRError
 from cr.runtime import registry
 from cr.runtime.backends.base import InputMismatch, check_inputs
-from cr.runtime.host import benchmark
-from cr.runtime.host import record as records
+from cr.run import benchmark
+from cr.results import record as records
 from cr.runtime.model import locate
 
 # Test-only backends, registered through CR_BACKENDS (never in the shipped entry points).
@@ -288,7 +288,7 @@ def test_child_module_entry_point_works_directly(tmp_path):
 
 
 def test_the_parent_imports_no_framework(tmp_path):
-    code = ("import sys; from cr.runtime.host import benchmark;"
+    code = ("import sys; from cr.run import benchmark;"
             "r = benchmark('model:iris-logreg', backend='onnxruntime', params=dict(min_duration_s=0, min_queries=5, warmup_queries=0));"
             "assert r['status'] == 'ok', r['error'];"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'onnxruntime')))")

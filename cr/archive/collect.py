@@ -83,7 +83,7 @@ def _component_refs(meta: dict, owner: str) -> tuple[list[tuple[str, bool]], lis
 
 def _needed(ref: str, optional: bool, owner: str, index):
     """The component ref means (None for an optional one that does not exist)."""
-    from ..api import resolve
+    from ..store.catalog import resolve
 
     try:
         return resolve(ref, index)
@@ -95,7 +95,7 @@ def _needed(ref: str, optional: bool, owner: str, index):
 
 def collect(solution_ref: str, index, lock: dict | None = None) -> list[Item]:
     """Every component the solution needs (the solution first, then sorted by ref)."""
-    from ..api import resolve
+    from ..store.catalog import resolve
 
     root = resolve(solution_ref, index)
     if root.kind != "solution":
@@ -135,7 +135,7 @@ def collect(solution_ref: str, index, lock: dict | None = None) -> list[Item]:
 
 def _locked(entry: dict, index):
     """The component a lock entry names, which must still be the one the lock saw."""
-    from ..api import resolve
+    from ..store.catalog import resolve
 
     if not isinstance(entry, dict) or not isinstance(entry.get("ref"), str):
         raise ArchiveError(f"the lock lists a component without a ref: {str(entry)[:80]}", hint="give a lock written by cr resolve")
@@ -150,7 +150,7 @@ def _locked(entry: dict, index):
 
 def check_lock(lock: dict, items: list[Item]) -> None:
     """The lock must be of this solution and of exactly these component metas."""
-    from ..resolve.lock import component_sha256
+    from ..store.catalog import component_sha256
 
     root = items[0]
     if lock.get("root") != root.ref:

@@ -56,8 +56,8 @@ def pack(
     whose raw latencies live in a side file must be given as a path (the side file is
     found beside it). CRError when something needed is missing or does not match.
     """
-    from ..api import open_index
-    from ..resolve.lock import component_sha256
+    from ..store.catalog import open_index
+    from ..store.catalog import component_sha256
 
     ref = solution_ref if ":" in str(solution_ref) else f"solution:{solution_ref}"
     lock_doc, lock_data = _read_lock(lock)

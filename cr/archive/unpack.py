@@ -114,7 +114,7 @@ def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: 
         registry.unregister(repo.name, home)
         info["unregistered"].append({"name": repo.name, "path": str(repo.path)})
     if not any(r.name == repo_name and r.path == target for r in registry.registered(home)):
-        from ..api import repo_add
+        from ..store.catalog import repo_add
 
         try:
             repo_add(target)
@@ -382,7 +382,7 @@ def _extract_one(zf, info: zipfile.ZipInfo, item: dict, tmp: Path, where: str) -
 
 def _check_contents(tmp: Path, manifest: dict, listed: dict, where: str) -> None:
     """cr-repo.json, every meta and its files' checksums, the lock, the records."""
-    from ..resolve.lock import component_sha256
+    from ..store.catalog import component_sha256
     from ..store.meta import validate, validate_repo_meta
 
     repo_meta = _json(tmp / REPO_FILE, REPO_FILE, where)

@@ -1,25 +1,10 @@
 """cr benchmark, cr run, cr validate: the unified actions on a model or a solution."""
 from __future__ import annotations
 
-import json
-
 import click
 
 from . import output
-
-
-def _backend_options(pairs: tuple[str, ...]) -> dict:
-    """KEY=VALUE pairs; VALUE is JSON when it parses (8, true, ["cuda","cpu"]), else a string."""
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    return options
+from .options import BackendOption, backend_options
 
 
 def _ms(ns: float) -> str:
@@ -56,7 +41,7 @@ def _summary_rows(record: dict) -> list[list]:
 def _target_options(f):
     """--backend, --variant, --dataset, --split, -O, --lock: how every action picks what it runs."""
     for opt in reversed([
-        click.option("--backend", help="Backend name (cr.backends entry point): onnxruntime, torch, tflite, tensorflow, tensorrt, null."),
+        click.option("--backend", cls=BackendOption, help="Backend name (cr.backends entry point): {backends}."),
         click.option("--variant", help="Model variant to run (default: the first the backend loads, fp32 first); see cr show MODEL."),
         click.option("--dataset", "dataset", metavar="REF", help="Dataset (default: the solution's, else the model meta's)."),
         click.option("--split", help="Dataset split: test, train or all (default: the model meta's, else test)."),
@@ -71,23 +56,11 @@ def _target_options(f):
     return f
 
 
-def _store(record: dict, store: bool) -> None:
-    """Keep the record in the results store; a store problem is a warning, the run's output stays."""
-    if store:
-        from ..errors import CRError
-        from ..results.store import default_store
-
-        try:
-            default_store().add(record)
-        except CRError as exc:
-            output.warn(f"the result was not stored: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
-
-
 def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, common: dict) -> None:
     """A solution's declared actions (all, or only one kind): one table, every result stored."""
-    from .. import solution
+    from ..run import solution
     from ..errors import CRError
-    from ..runtime.host.record import to_json
+    from ..results.record import to_json
     from .solution import SOLUTION_HEADERS, solution_rows
 
     overrides = {k: {p: v for p, v in params.items() if v is not None} for k, params in overrides.items()}
@@ -119,7 +92,7 @@ def _check_tolerance(validation: dict) -> None:
 
 def _finish(record: dict, out, as_json: bool, table=None) -> None:
     from ..errors import CRError
-    from ..runtime.host.record import to_json
+    from ..results.record import to_json
 
     if as_json:
         output.emit_json(to_json(record))
@@ -155,16 +128,15 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     Runs in a separate process; the run lasts until both --min-duration and --min-queries
     are met. Defaults come from action:benchmark (cr show action:benchmark).
     """
-    from ..runtime.host import benchmark as run_benchmark
+    from ..run import benchmark as run_benchmark
     from ..store.refs import parse_ref_words
 
     ref = parse_ref_words(ref)
-    common = dict(backend=backend, backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split)
+    common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
     if ref.kind == "solution":
         _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common)
         return
-    record = run_benchmark(str(ref), params=params, lock=lock_file, output=out, **common)
-    _store(record, store)
+    record = run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store, **common)
     title = f"{record['components'][0]['ref']} on {record['backend']['name']}"
     _finish(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
     if record["metrics"] and record["metrics"]["validity"] != "VALID":
@@ -186,23 +158,23 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
     Samples go through the model's declared pre-processing, the backend, and its
     post-processing (softmax/top-k, box decoding), exactly as validate and benchmark feed it.
     """
-    from ..runtime.host.actions import run_action
+    from ..run.actions import run_action
     from ..store.refs import parse_ref_words
 
     if inputs:
         params["inputs"] = [str(p) for p in inputs]
     ref = parse_ref_words(ref)
-    common = dict(backend=backend, backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split)
+    common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
     if ref.kind == "solution":
-        from .. import solution
+        from ..run import solution
 
-        record = solution.run_declared(str(ref), only="run", overrides={"run": params}, store=False, **common)[0]
+        record = solution.run_declared(str(ref), only="run", overrides={"run": params}, store=store, **common)[0]
         if out:
-            from ..runtime.host.record import write
+            from ..results.record import write
 
             write(record, out)
     else:
-        record = run_action("run", str(ref), params=params, lock=lock_file, output=out, **common)
+        record = run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store, **common)
 
     def table():
         rows = []
@@ -234,16 +206,16 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
     every backend runs the same samples and their outputs are compared.
     """
     from ..errors import CRError
-    from ..runtime.host.validate import parity as run_parity, validate as run_validate
+    from ..run.parity import parity as run_parity, validate as run_validate
     from ..store.refs import parse_ref_words
 
     parsed = parse_ref_words(ref)
     ref = str(parsed)
     if parsed.kind == "solution" and not parity:
         _solution(ref, "validate", {"validate": params}, out, as_json, store,
-                  dict(backend=backend, backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split))
+                  dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split))
         return
-    common = dict(backend_options=_backend_options(options), variant=variant, dataset=dataset, split=split,
+    common = dict(backend_options=backend_options(options), variant=variant, dataset=dataset, split=split,
                   lock=lock_file, output=out)
     if parity:
         backends = [b.strip() for b in parity.split(",") if b.strip()]
@@ -263,8 +235,7 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
                                + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return
-    record = run_validate(ref, backend=backend, params=params, **common)
-    _store(record, store)
+    record = run_validate(ref, backend=backend, params=params, store=store, **common)
     v = record.get("validation") or {}
 
     def table():

@@ -49,7 +49,7 @@ def pack(ref, out_path, lock_file, results, no_results, as_json):
     lock = lock_file
     results = list(results)
     if not results and not no_results:
-        from ..solution import stored_references
+        from ..run.solution import stored_references
 
         results, stored_lock = stored_references(solution_ref)
         lock = lock or stored_lock

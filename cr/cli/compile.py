@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
-from .actions import _backend_options
+from .options import backend_options
 
 
 def _summary_rows(record: dict) -> list[list]:
@@ -55,12 +55,12 @@ def compile_(ref, to, variant, options, version, force, out, as_json, **params):
     runs in a separate process.
     """
     from ..errors import CRError
-    from ..runtime.host.compile import compile_model
-    from ..runtime.host.record import to_json
+    from ..run.compile import compile_model
+    from ..results.record import to_json
     from ..store.refs import parse_ref_words
 
     record = compile_model(
-        str(parse_ref_words(ref)), to, variant=variant, params={**params, "options": _backend_options(options)},
+        str(parse_ref_words(ref)), to, variant=variant, params={**params, "options": backend_options(options)},
         version=version, output=out, force=force,
     )
     if as_json:

@@ -91,7 +91,6 @@ def new(kind, name, version, tags, repo, description, as_json):
 def check(target, as_json):
     """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF."""
     from ..api import check as api_check
-    from ..errors import CRError
     from ..store.refs import parse_ref_words
 
     if len(target) == 2:

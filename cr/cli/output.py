@@ -72,7 +72,3 @@ def error(message: str, hint: str | None) -> None:
     click.echo(f"Error: {message}", err=True)
     if hint:
         click.echo(f"Hint: {hint}", err=True)
-
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()

@@ -10,6 +10,7 @@ import json
 import click
 
 from . import output
+from .options import BackendOption
 
 
 def _store():
@@ -24,7 +25,7 @@ def _filters(with_limit: bool):
             click.option("--solution", metavar="REF", help="Solution name, solution:NAME or NAME@VERSION."),
             click.option("--model", metavar="REF", help="Model name, model:NAME or NAME@VERSION."),
             click.option("--dataset", metavar="REF", help="Dataset name, dataset:NAME or NAME@VERSION."),
-            click.option("--backend", help="Backend name (onnxruntime, torch, ...)."),
+            click.option("--backend", cls=BackendOption, help="Backend name ({backends})."),
             click.option("--platform", help="Platform fingerprint (or its first digits) or words of its description."),
             click.option("--action", help="benchmark, validate, run, compile, ..."),
             click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
@@ -115,13 +116,14 @@ def list_(as_json, **filters):
 def show(uid, raw, as_json):
     """Show one stored result."""
     from ..results.store import record_file
+    from ..results.latencies import inline_raw
     from ..results.summary import summarize
 
     store = _store()
     record = store.get(uid, raw=raw and as_json)
     if as_json:
         if raw and isinstance(record.get("raw"), dict) and record["raw"].get("latencies_ns") is not None:
-            record["raw"] = {"latencies_ns": record["raw"]["latencies_ns"].tolist()}
+            record["raw"] = inline_raw(record["raw"]["latencies_ns"])
         output.emit_json(record)
         return
     s = summarize(record)

@@ -38,25 +38,29 @@ def detect(names, python, timeout, as_json):
 
 
 @click.command()
-@click.argument("target", nargs=-1, required=True)
+@click.argument("target", nargs=-1)
+@click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Install what this lock lists as missing, exactly as it recorded it (method, packages, version).")
 @click.option("--offline", is_flag=True, help="Never use the network; fail saying what is missing.")
 @click.option("--python", "python", metavar="PATH", help="Install Python packages for this interpreter (default: the one running cr).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def install(target, offline, python, as_json):
-    """Install software into CR_HOME: cr install software NAME[@SPEC], or everything a component
-    such as a solution needs: cr install solution:NAME."""
+def install(target, lock_file, offline, python, as_json):
+    """Install software into CR_HOME: cr install software NAME[@SPEC], everything a component
+    such as a solution needs: cr install solution:NAME, or what a lock lists: cr install --lock FILE."""
     from ..software.install import install as run_install
     from ..store.refs import parse_ref_words
 
     words = list(target)
+    if bool(words) == bool(lock_file):
+        raise click.UsageError("give a software NAME or a component REF, or --lock FILE")
     if len(words) == 1 and ":" not in words[0]:
         words = ["software", words[0]]
-    ref = parse_ref_words(words)
-    if ref.kind != "software":
-        # Any other component: install what its lock lists as missing.
-        from ..api import install_missing
+    ref = parse_ref_words(words) if words else None
+    if ref is None or ref.kind != "software":
+        # Any other component (or a lock): install what its lock lists as missing.
+        from ..resolve.plan import install_missing
 
-        result = install_missing(str(ref), python=python, offline=offline)
+        result = install_missing(lock_file or str(ref), python=python, offline=offline)
         if as_json:
             output.emit_json(result)
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
+from .options import BackendOption
 
 
 def solution_rows(records: list[dict]) -> list[list]:
@@ -30,7 +31,7 @@ SOLUTION_HEADERS = ["ACTION", "SCENARIO", "VARIANT", "P50", "P99", "THROUGHPUT",
 @click.argument("source")
 @click.option("--model", "model", metavar="REF", help="Create a new solution NAME for this model (with --backend).")
 @click.option("--dataset", metavar="REF", help="New solution: its dataset (default: the model's).")
-@click.option("--backend", help="New solution: the backend (onnxruntime, torch, tflite, tensorflow, tensorrt).")
+@click.option("--backend", cls=BackendOption, help="New solution: the backend ({backends}).")
 @click.option("--variant", help="New solution: the model variant to run.")
 @click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help="New solution: a backend option.")
 @click.option("--scenario", type=click.Choice(["single-stream", "multi-stream", "offline", "server"]), default="single-stream",
@@ -47,14 +48,14 @@ def init(kind, source, model, dataset, backend, variant, options, scenario, vers
     its software for this machine, installs what is missing, compiles what it declares
     and writes the lock. A second run is a fast no-op.
     """
-    from .. import solution
-    from .actions import _backend_options
+    from ..run import solution
+    from .options import backend_options
 
     if model or backend:
         if not (model and backend):
             raise click.UsageError("a new solution needs both --model and --backend")
         created = solution.create(source, model, backend, dataset=dataset, variant=variant,
-                                  backend_options=_backend_options(options), version=version, repo=repo, scenario=scenario)
+                                  backend_options=backend_options(options), version=version, repo=repo, scenario=scenario)
         if as_json:
             output.emit_json({"created": created["ref"], "path": created["meta_path"], "meta": created["meta"]})
         else:
@@ -87,10 +88,10 @@ def reproduce(source, offline, as_json):
     tolerance; performance is shown beside the reference machine's. Exit 0 only when
     everything that must match does.
     """
-    from .. import solution
+    from ..run.reproduce import reproduce as run_reproduce
     from ..errors import CRError
 
-    report = solution.reproduce(source, offline=offline)
+    report = run_reproduce(source, offline=offline)
     if as_json:
         output.emit_json(report)
     else:

@@ -147,7 +147,7 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
     for stale in sorted(states - set(by_bundle)):
         _unlink(state_dir / f"{stale}.json")
 
-    from .. import __version__
+    from ..__about__ import __version__
 
     meta = {"cr_version": __version__, "generated": max(board.newest_on.values(), key=lambda s: s[records.F["time"]],
                                                             default=[""] * len(records.F))[records.F["time"]]}

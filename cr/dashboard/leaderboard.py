@@ -131,14 +131,6 @@ class Leaderboard:
                        "count": len(newest_first), "values": runs}
 
 
-def build_index(summaries: list[list], meta: dict) -> tuple[dict, dict]:
-    """(index, runs) data for the site, deterministic for the same summaries in any order."""
-    board = Leaderboard()
-    for s in summaries:
-        board.add(s)
-    return board.result(meta)
-
-
 class _Strings(dict):
     """value -> position; a missing value gets the next position (dict order = positions)."""
 

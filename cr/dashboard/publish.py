@@ -39,10 +39,10 @@ from pathlib import Path
 
 from ..errors import CRError
 from ..events import reporter
+from ..results.latencies import SIDE_SUFFIX, encode, inline_raw, side_raw
 
 MAX_ATTEMPTS = 5
 BACKOFF_S = 0.5  # first wait; doubles each attempt, times a random factor in [0.5, 1.5)
-SIDE_SUFFIX = ".latencies.i64"
 IGNORED = ("site/.cr-dashboard.json", "site/.cr-dashboard/")
 
 
@@ -67,7 +67,7 @@ class Item:
 
     def inline(self) -> dict:
         """The record with its latencies inline (what an upload sends)."""
-        raw = {"latencies_ns": self.latencies.tolist()} if self.latencies is not None else None
+        raw = inline_raw(self.latencies) if self.latencies is not None else None
         return {**self.record, "raw": raw}
 
     def stored(self) -> tuple[bytes, bytes | None]:
@@ -77,13 +77,7 @@ class Item:
         if self.latencies is None:
             return record_bytes(self.record), None
         return record_bytes({**self.record, "raw": {"latencies_ns_file": self.digest + SIDE_SUFFIX, **self.record["raw"]}}), \
-            _blob(self.latencies)
-
-
-def _blob(values: array) -> bytes:
-    from ..results.files import little_endian
-
-    return little_endian(values)
+            encode(self.latencies)
 
 
 def prepare(record: object, where: str, base: Path | None = None, strict: bool = False) -> Item | None:
@@ -95,7 +89,7 @@ def prepare(record: object, where: str, base: Path | None = None, strict: bool =
     blanks, UTF-8), with raw replaced by the count and sha256 of the latencies, so the
     same result has one address whether its latencies are inline or in a file.
     """
-    from ..results.files import SIDE_FORMAT, int64s, read_side
+    from ..results.files import int64s, read_side
     from ..results.validate import InvalidResult, problems
 
     try:
@@ -115,8 +109,7 @@ def prepare(record: object, where: str, base: Path | None = None, strict: bool =
                 raise InvalidResult(f"{where}: /raw/latencies_ns_file: expected a file beside the record, found {name!r}")
             latencies = read_side(base / name, raw, where)
         data = dict(record)
-        data["raw"] = None if latencies is None else {
-            "format": SIDE_FORMAT, "count": len(latencies), "sha256": hashlib.sha256(_blob(latencies)).hexdigest()}
+        data["raw"] = None if latencies is None else side_raw(encode(latencies))  # {format, count, sha256}
         check = data if latencies is None else {**data, "raw": {"latencies_ns_file": "x" + SIDE_SUFFIX, **data["raw"]}}
         found = problems(check, where)
         if found:
@@ -258,9 +251,9 @@ def fetch_results(url: str, branch: str = "main", home: Path | None = None) -> P
 
 
 def _git_env() -> dict:
-    from ..store.gitrepo import _GIT_ENV
+    from ..store.gitrepo import GIT_ENV
 
-    return dict(_GIT_ENV)
+    return dict(GIT_ENV)
 
 
 def _error(exc, action: str, url: str) -> PublishError:
@@ -284,9 +277,9 @@ def _error(exc, action: str, url: str) -> PublishError:
 
 def _open_clone(clone: Path, url: str):
     """The cached clone of url (initialised when missing or not a clone of url)."""
-    from ..store.gitrepo import _git
+    from ..store.gitrepo import git_module
 
-    git = _git()
+    git = git_module()
     if (clone / ".git").is_dir():
         try:
             repo = git.Repo(clone)
@@ -308,17 +301,17 @@ def _sync(repo, url: str, branch: str) -> bool:
     """Fetch origin and make the work tree exactly origin/branch (an empty orphan branch when
     it does not exist yet); ignored files (the builder's state) stay. True if it existed."""
     git = repo.git
-    from ..store.gitrepo import _git
+    from ..store.gitrepo import git_module
 
     try:
         git.fetch("--prune", "origin", "+refs/heads/*:refs/remotes/origin/*")
-    except _git().GitCommandError as exc:
+    except git_module().GitCommandError as exc:
         raise _error(exc, "fetch from", url) from None
     remote = f"refs/remotes/origin/{branch}"
     try:
         git.rev_parse("--verify", "--quiet", remote)
         exists = True
-    except _git().GitCommandError:
+    except git_module().GitCommandError:
         exists = False
     if exists:
         git.checkout("--force", "-B", branch, remote)
@@ -327,12 +320,12 @@ def _sync(repo, url: str, branch: str) -> bool:
         try:  # a local branch left from before (the remote one was deleted) would block --orphan
             git.checkout("--force", "--detach")
             git.branch("-D", branch)
-        except _git().GitCommandError:
+        except git_module().GitCommandError:
             pass
         git.checkout("--force", "--orphan", branch)
         try:
             git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")
-        except _git().GitCommandError:
+        except git_module().GitCommandError:
             pass
     git.clean("-f", "-d", "-q")  # not -x: the builder's ignored state makes rebuilds incremental
     return exists
@@ -395,12 +388,12 @@ def _commit(repo, report: PublishReport, message: str | None) -> str:
 
 def _push(repo, url: str, branch: str) -> bool:
     """Push HEAD to branch; False when rejected because the branch moved on."""
-    from ..store.gitrepo import _git
+    from ..store.gitrepo import git_module
 
     try:
         repo.git.push("--porcelain", "origin", f"HEAD:refs/heads/{branch}")
         return True
-    except _git().GitCommandError as exc:
+    except git_module().GitCommandError as exc:
         text = f"{exc.stdout or ''}\n{exc.stderr or ''}".lower()
         if any(s in text for s in ("non-fast-forward", "fetch first", "[rejected]", "stale info", "cannot lock ref",
                                    "failed to update ref")):

@@ -1,22 +1,23 @@
 """Reading result records for the dashboard: one summary row and one detail file per record.
 
 This module runs in the builder's worker processes, so it imports only the standard
-library. Everything here is per record and touches the record once: parse, pick the
-summary fields, shrink the raw samples, append it to its detail file
-``data/results/<bundle>.js`` (a bundle holds the records of a few dozen files).
+library and the raw-latency codec (cr.results.latencies, itself standard library only).
+Everything here is per record and touches the record once: parse, pick the summary
+fields, shrink the raw samples, append it to its detail file ``data/results/<bundle>.js``
+(a bundle holds the records of a few dozen files).
 
 A summary is a list in the order of FIELDS (lists, not dicts: 100,000 of them are kept
 in memory and in the state files of the build).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import re
-import sys
 from array import array
+
+from ..results.latencies import LatencyError, decode, digest
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
 # says 16 lowercase hex digits; anything outside this safe alphabet is refused.
@@ -293,7 +294,10 @@ def summarise(record: dict) -> list:
 
 
 def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
-    """Latencies from the ``<stem>.latencies.i64`` file named in raw (checked against count and sha256)."""
+    """Latencies from the ``<stem>.latencies.i64`` file named in raw (checked against count and sha256).
+
+    Its bytes are cr.results.latencies'; the problems are worded for the detail view, and
+    checked in this order: readable, sha256, whole int64 values, count."""
     name = raw.get("latencies_ns_file")
     if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
         return None, "raw.latencies_ns_file is not a plain file name beside the record"
@@ -302,14 +306,12 @@ def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
             blob = f.read()
     except OSError as exc:
         return None, f"raw samples file {name} cannot be read ({exc.strerror or exc})"
-    if raw.get("sha256") and hashlib.sha256(blob).hexdigest() != raw["sha256"]:
+    if raw.get("sha256") and digest(blob) != raw["sha256"]:
         return None, f"raw samples file {name} does not match its sha256"
-    if len(blob) % 8:
+    try:
+        values = decode(blob)
+    except LatencyError:
         return None, f"raw samples file {name} is not a whole number of int64 values"
-    values = array("q")
-    values.frombytes(blob)
-    if sys.byteorder != "little":
-        values.byteswap()
     if isinstance(raw.get("count"), int) and raw["count"] != len(values):
         return None, f"raw samples file {name} holds {len(values)} values, the record says {raw['count']}"
     return values, ""

@@ -1,4 +1,4 @@
-"""Result records in the real format (cr/runtime/host/record.py), made up: for trying the
+"""Result records in the real format (cr/results/record.py), made up: for trying the
 dashboard, its tests and its benchmark.
 
     from cr.dashboard import sample

@@ -17,17 +17,12 @@ from ..events import reporter
 from ..fsutil import atomic_write_json
 from ..paths import cr_home
 from ..software.recipe import Requirement, parse_requirement
+from ..store.catalog import component_sha256
 
 # The resolver (and resolvelib, packaging.markers) is imported only when a lock cannot be
 # reused: a cached `cr resolve` never needs it.
 
 LOCK_FORMAT = 1
-
-
-def component_sha256(meta: dict) -> str:
-    """Hash of a component's canonical meta; the meta lists its files' sha256, so this covers them."""
-    text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def collect(ref: str, index) -> tuple[list, list[Requirement]]:
@@ -36,7 +31,7 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
     A solution refers to its model and dataset; any component's deps may name other
     components (resolved through the index) or software (returned as requirements).
     """
-    from ..api import resolve as resolve_component
+    from ..store.catalog import resolve as resolve_component
 
     root = resolve_component(ref, index)
     components, requirements, queue, seen = [], [], [root], set()
@@ -172,7 +167,7 @@ def _state_key(components, index, platform, interpreter: str) -> str:
     add(__version__, platform.fingerprint, interpreter)
     for comp, meta in components:
         add(comp.ref, comp.repo, component_sha256(meta))
-    for row in index.db.execute("SELECT path, mtime_ns, size FROM entries WHERE kind = 'software' ORDER BY path"):
+    for row in index.file_states("software"):
         add(*row)
     dirs = set()
     for env in _usable(list_envs(platform=platform.fingerprint), interpreter):

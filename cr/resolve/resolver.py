@@ -20,9 +20,6 @@ class Resolution:
     chosen: list[Candidate]
     requested_by: dict[str, list[str]]
 
-    def by_name(self) -> dict[str, Candidate]:
-        return {c.name: c for c in self.chosen}
-
 
 class _Reporter:
     """resolvelib reporter: counts rounds and keeps the latest conflict, so that giving up

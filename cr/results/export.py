@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import CRError, StoreError
+from .latencies import inline_raw
 from .summary import COLUMNS
 
 FORMATS = ("csv", "json")
@@ -67,7 +68,7 @@ def _write(store, fmt: str, rows: list[dict], stream, raw: bool) -> int:
             continue
         if raw:
             latencies = (record.get("raw") or {}).get("latencies_ns")
-            record["raw"] = {"latencies_ns": latencies.tolist()} if latencies is not None else None
+            record["raw"] = inline_raw(latencies) if latencies is not None else None
         else:
             record["raw"] = None
         # one record a line: json's C encoder (indent= would run the pure-Python one, 10x slower)

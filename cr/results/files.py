@@ -3,19 +3,21 @@
     <xx>/<uid>.json              the record, one line per top-level field (record_bytes)
     <xx>/<uid>.latencies.i64     its raw latencies, little-endian int64, named, counted and
                                  hashed in the record's "raw" (xx: the uid's first two digits)
+
+The latencies' encoding is cr.results.latencies'; int64s and read_side here are its
+functions with their errors as InvalidResult (same messages).
 """
 from __future__ import annotations
 
 import json
 import re
-import sys
 from array import array
 from pathlib import Path
 
+from . import latencies
+from .latencies import SIDE_SUFFIX, LatencyError
 from .validate import InvalidResult, problems
 
-SIDE_SUFFIX = ".latencies.i64"
-SIDE_FORMAT = "int64-le"
 UID = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -75,59 +77,22 @@ def load(root: Path, rel: str) -> tuple[dict | None, str | None]:
     return record, None
 
 
-def little_endian(values: array) -> bytes:
-    if sys.byteorder == "little":
-        return values.tobytes()
-    swapped = array("q", values)
-    swapped.byteswap()
-    return swapped.tobytes()
-
-
 def int64s(values, where: str) -> array:
-    """values (an array, or a list of integers from JSON) as array('q')."""
-    if isinstance(values, array) and values.typecode == "q":
-        return values
+    """values (an array, or a list of integers from JSON) as array('q'): latencies.int64s,
+    InvalidResult when they are not int64 integers."""
     try:
-        return array("q", values)
-    except TypeError:
-        pass
-    except OverflowError:
-        raise InvalidResult(f"{where}: /raw/latencies_ns: a value does not fit in int64") from None
-    out = array("q")
-    for i, v in enumerate(values):
-        if isinstance(v, float) and v.is_integer():
-            out.append(int(v))
-        elif isinstance(v, int) and not isinstance(v, bool):
-            out.append(v)
-        else:
-            raise InvalidResult(f"{where}: /raw/latencies_ns/{i}: expected an integer, found {v!r}")
-    return out
+        return latencies.int64s(values, where)
+    except LatencyError as exc:
+        raise InvalidResult(exc.message) from None
 
 
 def read_side(path: Path, raw: dict, where: str) -> array:
-    """A side file's int64 values, checked against the record's count and sha256."""
-    if raw.get("format", SIDE_FORMAT) != SIDE_FORMAT:
-        raise InvalidResult(f"{where}: /raw/format: expected {SIDE_FORMAT!r}, found {raw.get('format')!r}")
+    """A side file's int64 values, checked against the record's count and sha256:
+    latencies.read_side, InvalidResult when it is missing, unreadable or does not match."""
     try:
-        blob = path.read_bytes()
-    except FileNotFoundError:
-        raise InvalidResult(f"{where}: its raw latencies file {path} is missing") from None
-    except OSError as exc:
-        raise InvalidResult(f"{where}: cannot read {path} ({exc.strerror or exc})") from None
-    count, digest = raw.get("count"), raw.get("sha256")
-    if isinstance(count, int) and len(blob) != 8 * count:
-        raise InvalidResult(f"{where}: {path} holds {len(blob)} bytes, expected {8 * count} ({count} int64 values)")
-    if len(blob) % 8:
-        raise InvalidResult(f"{where}: {path} is not a whole number of int64 values ({len(blob)} bytes)")
-    import hashlib  # here: only reading or writing latencies needs it
-
-    if isinstance(digest, str) and hashlib.sha256(blob).hexdigest() != digest:
-        raise InvalidResult(f"{where}: {path} does not match the sha256 in the record (changed or damaged)")
-    values = array("q")
-    values.frombytes(blob)
-    if sys.byteorder != "little":
-        values.byteswap()
-    return values
+        return latencies.read_side(path, raw, where)
+    except LatencyError as exc:
+        raise InvalidResult(exc.message) from None
 
 
 def same_bytes(path: Path, data: bytes) -> bool:

@@ -2,7 +2,7 @@
 
     from cr.results.store import default_store
     store = default_store()                   # CR_HOME/results/
-    uid = store.add(record)                   # a record from cr.runtime.host.record
+    uid = store.add(record)                   # a record from cr.results.record
     store.list(model="lenet-digits", backend="onnxruntime", limit=10)   # summaries, newest first
     record = store.get(uid[:6], raw=True)     # record["raw"]["latencies_ns"]: array('q')
 
@@ -54,9 +54,9 @@ from ..errors import CRError, NotFound, StoreError
 from ..events import reporter
 from ..fsutil import atomic_write_bytes
 from . import index
-from .files import (SIDE_FORMAT, SIDE_SUFFIX, UID, int64s, little_endian, load, read_side, record_bytes,
-                    record_file, same_bytes, side_file)
+from .files import UID, int64s, load, read_side, record_bytes, record_file, same_bytes, side_file
 from .index import INDEX_FILE
+from .latencies import SIDE_SUFFIX, encode, side_raw
 from .summary import COLUMNS, summarize
 from .validate import InvalidResult, problems
 
@@ -336,7 +336,7 @@ class ResultStore:
     # -- adding ----------------------------------------------------------------------------
     @_recovering
     def add(self, record: dict, base: str | Path | None = None) -> str:
-        """Store record (as cr.runtime.host.record.complete() leaves it, or as read from a
+        """Store record (as cr.results.record.complete() leaves it, or as read from a
         file); returns its uid. Adding the same uid again replaces it (the same bytes are not
         rewritten). Raw latencies may be an array('q'), a list, or a side-file reference
         resolved against base (the directory of the file the record was read from).
@@ -348,11 +348,8 @@ class ResultStore:
         latencies = self._latencies_of(record, base, where)
         data = dict(record)
         if latencies is not None:
-            import hashlib
-
-            blob = little_endian(latencies)
-            data["raw"] = {"latencies_ns_file": f"{uid}{SIDE_SUFFIX}", "format": SIDE_FORMAT, "count": len(latencies),
-                           "sha256": hashlib.sha256(blob).hexdigest()}
+            blob = encode(latencies)
+            data["raw"] = side_raw(blob, f"{uid}{SIDE_SUFFIX}")
         found = problems(data, where)
         if found:
             more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
@@ -455,7 +452,7 @@ class ResultStore:
     def get(self, uid: str, raw: bool = False) -> dict:
         """The record of uid (or a unique prefix). With raw, record["raw"] is
         {"latencies_ns": array('q')} (the side file's sha256 verified), as
-        cr.runtime.host.record.complete() leaves it; without raw, "raw" is as stored."""
+        cr.results.record.complete() leaves it; without raw, "raw" is as stored."""
         full = self.resolve(uid)
         rel = record_file(full)
         record, problem = load(self.root, rel)

@@ -45,11 +45,11 @@ def problems(record: object, where: str = "result") -> list[str]:
         pass
     import jsonschema
 
-    from ..store.meta import _describe
+    from ..store.meta import describe_error
 
     found = set()
     for error in jsonschema.Draft202012Validator(schema()).iter_errors(record):
-        pointer, message = _describe(error)
+        pointer, message = describe_error(error)
         found.add(f"{where}: {pointer or '/'}: {message}")
     if not found:  # the fast validator and jsonschema disagree: trust jsonschema
         return []

@@ -2,10 +2,10 @@
 
 Reads the job, imports the action's entry (``module:function``, from the action meta),
 runs it and writes the result JSON atomically; raw latencies go to RESULT.json's
-directory as ``latencies.i64`` (native int64). Every exception becomes a failed result
+directory as ``latencies.i64`` (little-endian int64). Every exception becomes a failed result
 ({"status": "failed", "error": {"kind": "error", "message", "hint", "type", "traceback"}});
 what cannot be caught (a segfault, os.abort, a hang) is for the parent to notice
-(cr.runtime.host.launch).
+(cr.run.launch).
 
 The parent starts it through BOOTSTRAP rather than ``-m``: that registers the ``cr``
 package without executing cr/__init__.py, so the measured process holds the runtime
@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 
-LATENCIES_FILE = "latencies.i64"
+from ..results.latencies import write_child
 
 # argv: CR_PACKAGE_DIR JOB RESULT
 BOOTSTRAP = (
@@ -32,27 +32,40 @@ BOOTSTRAP = (
 )
 
 
-def _entry(spec: str):
+def _entry(spec: str, action: str | None):
+    """The function an action entry names; CRError naming the action when it cannot be had."""
+    from ..errors import CRError
+
     module, _, attr = spec.partition(":")
-    obj = importlib.import_module(module)
+    where = f"the entry {spec!r} of action:{action}" if action else f"the entry {spec!r}"
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as exc:
+        raise CRError(f"{where} cannot be imported here: {type(exc).__name__}: {exc}",
+                      hint=f"check entry in the action's meta.json (cr show action:{action or 'NAME'}) and the environment it runs in") from None
     for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CRError(f"{where}: module {module} has no attribute {attr!r}",
+                          hint=f"check entry in the action's meta.json (cr show action:{action or 'NAME'})")
         obj = getattr(obj, part)
+    if not callable(obj):
+        raise CRError(f"{where} is a {type(obj).__name__}, not a function", hint="an entry names a function that takes the job")
     return obj
 
 
 def execute(job: dict, out_dir: str) -> dict:
-    """Run one job; never raises."""
+    """Run one job (as Job.to_dict() gives it); never raises."""
     from ..errors import CRError
+    from .job import Job
 
     started = time.time()
     try:
-        body = _entry(job["entry"])(job)
+        job = Job.from_dict(job).to_dict()
+        body = _entry(job["entry"], job.get("action"))(job)
         latencies = body.pop("_latencies", None)
         result = {"status": "ok", "error": None, **body}
         if latencies is not None:
-            with open(os.path.join(out_dir, LATENCIES_FILE), "wb") as f:
-                latencies.tofile(f)
-            result["raw"] = {"file": LATENCIES_FILE, "dtype": "int64", "byteorder": sys.byteorder, "count": len(latencies)}
+            result["raw"] = write_child(out_dir, latencies)
     except CRError as exc:
         result = {"status": "failed", "error": {"kind": "error", "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
     except BaseException as exc:  # a framework's or a backend's own exception: reported, not raised

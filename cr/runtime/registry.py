@@ -9,8 +9,10 @@ The environment variable ``CR_BACKENDS`` ("name=module:attr,name2=module:attr") 
 backends without packaging them (backend development, tests). Names are listed without
 importing anything; a backend's module is imported only when it is loaded, and the class
 is then checked like a pluggy hookspec: it must be a class with callable ``load``,
-``inputs``, ``run`` and ``close``, and a ``name`` attribute, if present, must match the
-registered name. Every error names the entry point and the distribution it comes from.
+``inputs``, ``run`` and ``close`` that accept the arguments cr passes them, and a ``name``
+attribute, if present, must match the registered name. Its class attributes ``FORMATS``
+and ``REQUIRES`` are what the host knows of it without loading a framework: the variant
+to run, the software a solution or a compiled model needs. Every error names the entry point and the distribution it comes from.
 
 Standard library only: the parent lists backends with it, the child loads one.
 """
@@ -26,8 +28,14 @@ from ..errors import CRError
 GROUP = "cr.backends"
 ENV_VAR = "CR_BACKENDS"
 REQUIRED_METHODS = ("load", "inputs", "run", "close")
+# The positional parameters (after self) each method is called with.
+SIGNATURES = {"load": ("model_path", "meta", "options"), "inputs": (), "run": ("batch",), "close": ()}
+# What the runtime itself needs wherever an action runs (harness, pipeline), whatever the backend.
+RUNTIME_REQUIRES = ("software:numpy@>=1.23",)
 _VALUE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+# The same pattern as a solution meta's "backend" (cr/store/schemas/solution.json): every
+# registered backend can be named in a solution.
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
 class BackendError(CRError):
@@ -115,7 +123,7 @@ def find(name: str) -> BackendEntry:
         )
     entry = chosen[name]
     if not _NAME.match(name):
-        raise BackendError(f"backend name {name!r} ({entry.where}) is not valid", hint="use lowercase letters, digits, '-', '_' and '.'")
+        raise BackendError(f"backend name {name!r} ({entry.where}) is not valid", hint="start with a lowercase letter; then lowercase letters, digits, '-' and '_'")
     if not _VALUE.match(entry.value):
         raise BackendError(f"{entry.where} does not name module:attr", hint="an entry point value looks like my_pkg.backend:MyBackend")
     return entry
@@ -152,12 +160,74 @@ def check_class(cls: object, entry: BackendEntry) -> None:
             f"{entry.where}: class {cls.__name__} lacks the method(s) {', '.join(missing)}",
             hint="a backend implements load(model_path, meta, options), inputs(), run(batch) and close()",
         )
+    for method, params in SIGNATURES.items():
+        _check_signature(cls, method, params, entry)
+    requires = getattr(cls, "REQUIRES", None)
+    if requires is not None and (not isinstance(requires, (tuple, list)) or not all(isinstance(r, str) for r in requires)):
+        raise BackendError(f"{entry.where}: class {cls.__name__} declares REQUIRES = {requires!r}",
+                           hint='REQUIRES is a tuple of requirement strings, e.g. ("software:onnxruntime@>=1.17",)')
     declared = getattr(cls, "name", None)
     if declared and declared != entry.name:
         raise BackendError(
             f"{entry.where}: class {cls.__name__} declares name {declared!r}, registered as {entry.name!r}",
             hint="make the entry point name and the class's name attribute agree",
         )
+
+
+def _check_signature(cls: type, method: str, params: tuple[str, ...], entry: BackendEntry) -> None:
+    import inspect
+
+    func = getattr(cls, method)
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin or C method: nothing to check
+        return
+    bound_args = (None, *params) if not isinstance(inspect.getattr_static(cls, method), (staticmethod, classmethod)) else params
+    try:
+        signature.bind(*bound_args)
+    except TypeError:
+        wanted = ", ".join(("self", *params))
+        raise BackendError(
+            f"{entry.where}: {cls.__name__}.{method}{signature} cannot be called as {method}({wanted})",
+            hint=f"a backend's {method} takes ({wanted}); see cr/runtime/backends/base.py",
+        ) from None
+
+
+def requirements(entry: BackendEntry) -> tuple[str, ...]:
+    """The software the backend declares it needs (REQUIRES), without importing its framework.
+
+    A backend whose class cannot be imported here (it lives only in a lock's interpreter)
+    or that declares nothing adds nothing to RUNTIME_REQUIRES.
+    """
+    try:
+        declared = getattr(load_class(entry), "REQUIRES", None)
+    except BackendError:
+        declared = None
+    return tuple(declared or ())
+
+
+def native_backend(fmt: str) -> BackendEntry | None:
+    """The registered backend whose first (native) format is fmt: what a model in fmt runs on.
+
+    When several claim it, reefkit's own backend wins (a plugin does not silently change
+    the deps of models compiled to a shipped format), then the first by name.
+    """
+    claimants = []
+    for name in available():
+        try:
+            entry = find(name)
+            formats = getattr(load_class(entry), "FORMATS", None)
+        except BackendError:
+            continue
+        if formats and formats[0] == fmt:
+            claimants.append(entry)
+    claimants.sort(key=lambda e: (not e.value.startswith("cr.runtime.backends."), e.name))
+    return claimants[0] if claimants else None
+
+
+def describe() -> str:
+    """The registered backend names for help texts: 'null, onnxruntime, ...'."""
+    return ", ".join(available()) or "none registered"
 
 
 def load_backend(name: str):

@@ -78,7 +78,7 @@ def detect(names=None, interpreter: str | None = None, timeout: float = DEFAULT_
 
 
 def _recipes(names) -> list[Recipe]:
-    from ..api import open_index
+    from ..store.catalog import open_index
     from .recipe import load_recipe, load_recipes
 
     index = open_index()

@@ -17,7 +17,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import NotFound
 from ..events import reporter
 from ..fsutil import atomic_write_json
 from ..paths import cr_home, ensure_home
@@ -149,14 +148,6 @@ def _remove_record(env_dir: Path, env: SoftwareEnv) -> None:
         pass
     # An installed env's prefix lives inside its directory; a detected env's does not.
     shutil.rmtree(env_dir, ignore_errors=True)
-
-
-def get_env(name: str, env_id_or_version: str) -> SoftwareEnv:
-    """The env of software name whose id or version is given."""
-    matches = [e for e in list_envs(name) if env_id_or_version in (e.id, e.version)]
-    if not matches:
-        raise NotFound(f"no software env {name} {env_id_or_version}", hint="cr env list shows the registered envs")
-    return matches[0]
 
 
 def remove(env: SoftwareEnv) -> None:

@@ -18,34 +18,9 @@ from ..errors import CRError
 
 def current_platform():
     """cr.platform.current(): the host's Platform (fingerprint, markers(), capabilities())."""
-    try:
-        from ..platform import current
-    except ImportError:  # cr.platform not importable (a partial install): markers only
-        return _MarkersOnlyPlatform()
+    from ..platform import current
+
     return current()
-
-
-class _MarkersOnlyPlatform:
-    """Stand-in with the Platform interface, built from packaging's marker environment."""
-
-    def __init__(self) -> None:
-        import hashlib
-
-        from packaging.markers import default_environment
-
-        self._markers = dict(default_environment())
-        keys = ("sys_platform", "platform_machine", "platform_system", "implementation_name")
-        text = json.dumps({k: self._markers.get(k) for k in keys}, sort_keys=True)
-        self.fingerprint = hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def markers(self) -> dict:
-        return dict(self._markers)
-
-    def capabilities(self) -> set:
-        return set()
-
-    def to_dict(self) -> dict:
-        return {"fingerprint": self.fingerprint, "markers": self.markers()}
 
 
 def capabilities(platform=None) -> frozenset:

@@ -48,7 +48,8 @@ def install(name: str, spec: str | None = None, offline: bool = False, interpret
     offline=True refuses anything that needs the network (pip, apt, a download not in the
     cache) with an error saying what is missing. interpreter: the python that pip installs
     for (default: the one running cr). An env already installed at that version is
-    returned as it is.
+    returned as it is. The method is chosen here (markers, capabilities, versions);
+    install_locked() installs what a lock already chose.
     """
     recipe = load_recipe(name)
     platform = host.current_platform()
@@ -58,14 +59,61 @@ def install(name: str, spec: str | None = None, offline: bool = False, interpret
     methods = _usable_methods(recipe, markers, capabilities)
     version = _choose_version(recipe, methods, spec, markers)
     method = next(m for m in methods if version in m.versions)
+    return _install_with(recipe, method, version, spec, offline, interp, platform.fingerprint)
+
+
+def install_locked(entry: dict, interpreter: str, offline: bool = False) -> SoftwareEnv:
+    """Install one software entry of a lock exactly as the lock says: its method, packages and version.
+
+    The recipe gives only what the lock does not record (its exports, its deps, the folder
+    a script runs from). When the recipe no longer offers what the lock recorded (it was
+    edited after the lock was resolved), the lock still wins, with a warning saying how to
+    take the recipe's new choice instead (resolve again).
+    """
+    name, version = entry.get("name"), entry.get("version")
+    source, recorded = entry.get("source"), entry.get("install")
+    if not name or not version or not source or not isinstance(recorded, dict):
+        raise CRError(f"the lock's entry for software {name or '?'} names no install method, packages and version",
+                      hint="resolve again to get a complete lock: cr resolve REF")
+    needed = _RECORDED_FIELDS.get(source)
+    if needed is None or not all(recorded.get(k) for k in needed):
+        what = f"method {source!r}" + (f" without {', '.join(k for k in needed if not recorded.get(k))}" if needed else "")
+        raise CRError(f"the lock's entry for software {name} {version} names an incomplete install ({what})",
+                      hint="resolve again to get a complete lock: cr resolve REF")
+    recipe = load_recipe(name)
+    method = InstallMethod(source, None, (version,), dict(recorded))
+    if not any(_recorded_as(m, version) == recorded for m in recipe.install if m.method == source and version in m.versions):
+        reporter().warning(
+            f"the recipe of {name} ({recipe.path}) no longer offers what the lock recorded for {version} ({source}"
+            + (f": {' '.join(method.packages_for(version))}" if recorded.get("packages") else "")
+            + "); installing what the lock says. Resolve again (cr resolve REF) to take the recipe's current choice")
+    platform = host.current_platform()
+    return _install_with(recipe, method, version, f"=={version}", offline, host.resolve_interpreter(interpreter),
+                         platform.fingerprint)
+
+
+# What a lock entry's install record must hold for each method to be run as it says.
+_RECORDED_FIELDS = {"pip": ("packages",), "apt": ("packages",), "download": ("url", "sha256"), "script": ("script",)}
+
+
+def _recorded_as(method: InstallMethod, version: str) -> dict:
+    """What a lock records of a method chosen at version (cr.resolve.lock.lock_dict)."""
+    recorded = {k: v for k, v in method.spec.items() if k != "versions"}
+    if "packages" in recorded:
+        recorded["packages"] = method.packages_for(version)
+    return recorded
+
+
+def _install_with(recipe: Recipe, method: InstallMethod, version: str, spec: str | None, offline: bool, interp: str,
+                  fingerprint: str) -> SoftwareEnv:
+    """The one installation core: a method at a version, built in a staging dir, then registered."""
     if method.method == "apt":
         return _install_apt(recipe, method, version, spec, offline, interp)
-
     env = SoftwareEnv(
-        name=recipe.name, version=version, origin="installed", source=method.method, platform=platform.fingerprint,
+        name=recipe.name, version=version, origin="installed", source=method.method, platform=fingerprint,
         interpreter=interp if method.method == "pip" else "", recipe_uid=recipe.uid,
     )
-    for existing in envs_mod.list_envs(recipe.name, platform=platform.fingerprint):
+    for existing in envs_mod.list_envs(recipe.name, platform=fingerprint):
         if existing.id == env.id and existing.origin == "installed":
             reporter().info(f"{recipe.name} {version} is already installed ({existing.prefix})")
             return existing
@@ -298,7 +346,7 @@ def _lock_managed_distributions(recipe: Recipe) -> set[str]:
     The lock resolves those separately (a detected numpy, say), so a copy pip put into this
     prefix would shadow the locked version on PYTHONPATH and make the lock lie.
     """
-    from ..api import open_index
+    from ..store.catalog import open_index
     from .recipe import load_recipes
 
     index = open_index()
@@ -397,7 +445,7 @@ def _run_download(recipe: Recipe, method: InstallMethod, version: str, prefix: P
     from . import download
 
     spec = method.spec
-    index = recipe.install.index(method)
+    index = recipe.install.index(method) if method in recipe.install else "?"
     url = fill(spec["url"], version=version)
     sha = spec["sha256"]
     if isinstance(sha, dict):

@@ -172,7 +172,7 @@ class Recipe:
 
 def load_recipe(name: str, index=None) -> Recipe:
     """The recipe for software `name` from the registered repositories (highest precedence)."""
-    from ..api import resolve
+    from ..store.catalog import resolve
 
     try:
         comp = resolve(f"software:{name}", index)
@@ -191,7 +191,7 @@ def _invalid_recipe_error(name: str, index=None) -> str | None:
 
     own = index is None
     if own:
-        from ..api import open_index
+        from ..store.catalog import open_index
 
         index = open_index(refresh=False)
     try:

@@ -18,7 +18,7 @@ from ..paths import ensure_home
 from . import registry
 from .repository import REPO_FILE, Repo, read_repo
 
-_GIT_ENV = {
+GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ASKPASS": "",
     "SSH_ASKPASS": "",
@@ -37,7 +37,7 @@ def _git_error(exc, action: str, url: str) -> RepoError:
     return RepoError(f"cannot {action} {url}: {detail}", hint="check the URL and revision; git ran non-interactively, so credentials must already be configured")
 
 
-def _git():
+def git_module():
     try:
         import git
     except ImportError as exc:  # gitpython raises ImportError when no git executable exists
@@ -47,7 +47,7 @@ def _git():
 
 def _resolve(repo, rev: str, url: str) -> str:
     """The commit sha rev names (a branch of origin, a tag or a commit); RepoError if none."""
-    git = _git()
+    git = git_module()
     candidates = [f"origin/{rev}", rev] if not rev.startswith("origin/") else [rev]
     for candidate in candidates:
         try:
@@ -61,14 +61,14 @@ def _checkout(repo, rev: str, url: str) -> str:
     sha = _resolve(repo, rev, url)
     try:
         repo.git.checkout("--detach", "--force", sha)
-    except _git().GitCommandError as exc:
+    except git_module().GitCommandError as exc:
         raise _git_error(exc, f"check out {rev} of", url) from None
     return sha
 
 
 def pull(url: str, ref: str | None = None, home: Path | None = None) -> Repo:
     """Clone url into CR_HOME/repos/<name> (name from its cr-repo.json), check out ref, register it."""
-    git = _git()
+    git = git_module()
     home = home or ensure_home()
     clones = home / "repos"
     clones.mkdir(parents=True, exist_ok=True)
@@ -76,11 +76,11 @@ def pull(url: str, ref: str | None = None, home: Path | None = None) -> Repo:
     try:
         reporter().info(f"cloning {url}")
         try:
-            clone = git.Repo.clone_from(url, tmp / "repo", env=_GIT_ENV, no_checkout=False)
+            clone = git.Repo.clone_from(url, tmp / "repo", env=GIT_ENV, no_checkout=False)
         except git.GitCommandError as exc:
             raise _git_error(exc, "clone", url) from None
         with clone:
-            clone.git.update_environment(**_GIT_ENV)
+            clone.git.update_environment(**GIT_ENV)
             sha = _checkout(clone, ref, url) if ref else clone.head.commit.hexsha
         if not (tmp / "repo" / REPO_FILE).is_file():
             raise RepoError(
@@ -109,14 +109,14 @@ def pull(url: str, ref: str | None = None, home: Path | None = None) -> Repo:
 
 def update(repo: Repo, home: Path | None = None) -> tuple[str, str]:
     """Fetch and check out the repo's recorded ref (or origin's default branch); returns (old, new) sha."""
-    git = _git()
+    git = git_module()
     home = home or ensure_home()
     if repo.origin != "git":
         raise RepoError(f"repository {repo.name!r} was not pulled with git", hint="only repos added with cr repo pull can be updated")
     if not repo.path.is_dir():
         raise RepoError(f"the clone of {repo.name!r} at {repo.path} is missing", hint=f"cr repo rm {repo.name} && cr repo pull {repo.url}")
     with git.Repo(repo.path) as clone:
-        clone.git.update_environment(**_GIT_ENV)
+        clone.git.update_environment(**GIT_ENV)
         old = clone.head.commit.hexsha
         try:
             clone.git.fetch("--tags", "--force", "--prune", "origin")

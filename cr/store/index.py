@@ -490,6 +490,17 @@ class Index:
         return json.loads(row[0]) if row and row[0] else component.load_meta()
 
     @_recovering
+    def file_states(self, kind: str) -> list[tuple[str, int, int]]:
+        """(meta path, mtime_ns, size) of every indexed meta of kind, by path: a cheap
+        fingerprint of what those files held when last indexed (locks key their cache on it)."""
+        return self.db.execute("SELECT path, mtime_ns, size FROM entries WHERE kind = ? ORDER BY path", (kind,)).fetchall()
+
+    @_recovering
+    def counts_by_repo(self) -> dict[str, int]:
+        """Valid components per repository name."""
+        return dict(self.db.execute("SELECT repo, COUNT(*) FROM entries WHERE error IS NULL GROUP BY repo").fetchall())
+
+    @_recovering
     def invalid(self, kind: str | None = None, name: str | None = None) -> list[tuple[str, str, str]]:
         """(repo, meta path, error) of every meta that failed to parse or validate.
 

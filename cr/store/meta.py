@@ -259,7 +259,7 @@ def _found(value: object) -> str:
 _BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
 
 
-def _describe(error) -> tuple[str, str]:
+def describe_error(error) -> tuple[str, str]:
     """Turn a jsonschema error into (pointer, 'expected ..., found ...')."""
     pointer = _pointer(error.absolute_path)
     v, val, inst = error.validator, error.validator_value, error.instance
@@ -289,7 +289,7 @@ def _describe(error) -> tuple[str, str]:
     if v in ("oneOf", "anyOf") and error.context:
         # deepest first; at equal depth, the branch whose type matched says what is wrong
         deepest = max(error.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
-        return _describe(deepest)
+        return describe_error(deepest)
     return pointer, error.message
 
 
@@ -300,7 +300,7 @@ def validate_repo_meta(meta: object, file: str = "cr-repo.json") -> list[Problem
     if _is_valid_fast(meta, "repo"):
         problems = []
     else:
-        problems = [Problem(file, *_describe(e)) for e in _validator("repo").iter_errors(meta)]
+        problems = [Problem(file, *describe_error(e)) for e in _validator("repo").iter_errors(meta)]
     if meta.get("layout") == "name" and "kind" not in meta:
         problems.append(Problem(file, "", "missing required field 'kind' (a 'name' layout holds one kind)"))
     return sorted(set(problems), key=lambda p: (p.pointer, p.message))
@@ -317,7 +317,7 @@ def validate(meta: object, file: str = "meta.json", kind: str | None = None) -> 
         return []
     problems = []
     for error in _validator(kind).iter_errors(meta):
-        pointer, message = _describe(error)
+        pointer, message = describe_error(error)
         problems.append(Problem(file, pointer, message))
     problems = sorted(set(problems), key=lambda p: (p.pointer, p.message))
     return problems

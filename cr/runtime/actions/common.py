@@ -1,6 +1,6 @@
 """What every action entry does first: open the backend on the model, find the inputs.
 
-job (built by cr.runtime.host.actions):
+job (built by cr.run.actions):
     {"model": {"ref", "meta" (the effective variant meta), "dir"},
      "dataset": {"ref", "meta", "dir", "split"} | None,
      "backend": {"name", "entry", "origin", "options"}, "params": {...}}

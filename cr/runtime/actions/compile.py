@@ -1,6 +1,6 @@
 """The compile action's entry (actions/compile/meta.json: entry): one model file -> another.
 
-job (built by cr.runtime.host.compile):
+job (built by cr.run.compile):
     {"model": {"ref", "meta" (the source variant's effective meta), "dir"},
      "dataset": {"ref", "meta", "dir", "split", "limit"} | None   (calibration samples),
      "params": {"to", "precision", "quantization", "calibration_samples", "options", "seed"},
@@ -30,6 +30,9 @@ from ...errors import CRError
 
 TORCH = ("torchscript", "torch-exported", "torch-state-dict")
 READS = {"onnx": ("onnx", *TORCH), "tflite": ("keras", "savedmodel"), "trt-plan": ("onnx",)}
+# Software the conversions (or a backend's fallback) import besides the backends' own frameworks:
+# a compiled model does not inherit these deps from its source.
+TOOLS = ("onnx", "onnxscript", "tensorflow", "keras", "tflite-runtime")
 EXTENSIONS = {"onnx": "onnx", "tflite": "tflite", "trt-plan": "plan"}
 SUPPORTED = ("torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx (optimised, or int8 dynamic/static), "
              "trt-plan; keras, savedmodel -> tflite (fp32, or int8 static/dynamic)")

@@ -22,6 +22,10 @@ backend, which knows only declared names, returns {name: array}). The framework 
 inside load(), never at module level: the host imports the class to read FORMATS and
 OPTIONS without loading any framework.
 
+Class attributes read by the host (cr.runtime.registry): ``name``, ``FORMATS`` (model
+formats it loads, its native one first), ``OPTIONS`` and ``REQUIRES`` (the software it
+needs, e.g. ``("software:onnxruntime@>=1.17", "software:numpy@>=1.23")``).
+
 Subclassing Backend is optional (the registry checks the methods, not the base class); it
 brings option checking (OPTIONS), format checking (FORMATS) and the input check.
 """
@@ -40,6 +44,10 @@ class Backend:
     FORMATS: tuple[str, ...] | None = None
     #: option name -> what it means; "threads" is always accepted
     OPTIONS: dict[str, str] = {}
+    #: the software the backend needs in the environment it runs in (requirement strings, as in
+    #: a meta's deps); read by the host without importing the framework, to make solutions and
+    #: locks. None: unknown (only numpy is assumed).
+    REQUIRES: tuple[str, ...] | None = None
 
     def load(self, model_path: str | None, meta: dict, options: dict) -> None:
         raise NotImplementedError

@@ -13,6 +13,7 @@ from .base import Backend
 class NullBackend(Backend):
     name = "null"
     FORMATS = None
+    REQUIRES = ()
     OPTIONS = {"sleep_ms": "milliseconds each run() sleeps (default 0: return at once)"}
 
     def load(self, model_path, meta, options):

@@ -19,6 +19,7 @@ _SHORT = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "tenso
 class OnnxruntimeBackend(Backend):
     name = "onnxruntime"
     FORMATS = ("onnx",)
+    REQUIRES = ("software:onnxruntime@>=1.17",)
     OPTIONS = {
         "intra_op_threads": "threads inside one operator (default: threads, else all cores)",
         "inter_op_threads": "threads across operators (parallel execution mode only)",

@@ -26,6 +26,7 @@ from .base import Backend, InputMismatch, check_inputs, first_line, pair_names
 class TensorflowBackend(Backend):
     name = "tensorflow"
     FORMATS = ("savedmodel", "keras")
+    REQUIRES = ("software:tensorflow-cpu",)
     OPTIONS = {
         "inter_op_threads": "threads across operators (tf.config.threading; default TensorFlow's)",
         "signature": "the SavedModel signature to run (default serving_default)",

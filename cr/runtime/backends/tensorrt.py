@@ -33,6 +33,7 @@ DEFAULT_BATCH = {"min_batch": 1, "opt_batch": 8, "max_batch": 32}
 class TensorrtBackend(Backend):
     name = "tensorrt"
     FORMATS = ("trt-plan", "onnx")
+    REQUIRES = ("software:tensorrt",)
     OPTIONS = {
         "fp16": "true: allow FP16 kernels when building from ONNX",
         "int8": "true: allow INT8 kernels (the ONNX must carry Q/DQ nodes: no calibration here)",

@@ -27,6 +27,7 @@ _TENSOR_NAME = re.compile(r"^(?:serving_default_)?(?P<name>.+?)(?::\d+)?$")
 class TfliteBackend(Backend):
     name = "tflite"
     FORMATS = ("tflite",)
+    REQUIRES = ("software:ai-edge-litert",)
     OPTIONS = {
         "delegates": "[{library, options}]: delegates to load (e.g. libedgetpu.so.1), in order",
         "xnnpack": "false: no default delegates (the XNNPACK CPU delegate); true/unset: the runtime's default",

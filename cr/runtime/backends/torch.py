@@ -25,6 +25,7 @@ from .base import Backend, check_inputs, first_line
 class TorchBackend(Backend):
     name = "torch"
     FORMATS = ("torchscript", "torch-exported", "torch-state-dict")
+    REQUIRES = ("software:torch@>=2.0",)
     OPTIONS = {
         "interop_threads": "threads across operators (torch.set_num_interop_threads; default torch's)",
         "device": "cpu (default), cuda or cuda:N",

@@ -1,6 +1,6 @@
 """compile_model(): convert a model in the runtime child and add the output to the local repo.
 
-    from cr.runtime.host.compile import compile_model
+    from cr.run.compile import compile_model
     record = compile_model("model:lenet-digits", "onnx", variant="state-dict",
                            params={"precision": "int8", "quantization": "static"})
     record["status"], record["output"]["ref"]          # "ok", "model:lenet-digits@1.0.0+onnx.int8.static"
@@ -36,17 +36,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...errors import Conflict, CRError, InvalidMeta
-from .. import variants
-from ..actions import compile as conversions
-from .actions import _params
-from . import launch, record as records
+from ..errors import Conflict, CRError, InvalidMeta
+from ..runtime import registry, variants
+from ..runtime.actions import compile as conversions
+from ..runtime.job import Job
+from .actions import check_entry, merged_params
+from ..results import record as records
+from . import launch
 
 ACTION = "action:compile"
-# Software a model of each format needs to run; the source's own framework deps are replaced by these.
-RUNS_ON = {"onnx": ["software:onnxruntime@>=1.17"], "tflite": ["software:ai-edge-litert"], "trt-plan": ["software:tensorrt"]}
-FRAMEWORKS = {"onnxruntime", "onnx", "onnxscript", "torch", "tensorflow", "tensorflow-cpu", "keras", "ai-edge-litert",
-              "tflite-runtime", "tensorrt"}
 FORMAT_TAGS = {"onnx", "tflite", "torchscript", "pytorch", "torch", "keras", "savedmodel", "tensorflow", "trt", "tensorrt",
                "trt-plan", "int8", "fp16", "fp32"}
 
@@ -89,7 +87,7 @@ def file_name(name: str, label: list[str], to: str) -> str:
 
 def _dataset(model_meta: dict, given: str | None, needed: bool, what: str):
     """The dataset component: required for calibration; otherwise (it only feeds the checks) None when absent."""
-    from ...api import show
+    from ..store.catalog import show
 
     ref = given or (model_meta.get("dataset") or {}).get("ref")
     if ref is None:
@@ -124,17 +122,17 @@ def compile_model(
     params: precision, quantization, dataset, calibration_samples, options (the -O dict),
     seed, timeout_s (see actions/compile/meta.json).
     """
-    from ...api import show
-    from ...store import registry
-    from ...store.refs import parse_version
-    from ..model import locate, sha256
+    from ..store.catalog import show
+    from ..store.registry import ensure_local_repo
+    from ..store.refs import parse_version
+    from ..runtime.model import locate, sha256
 
     started = records.now()
     action = show(ACTION, verify=False)
     model = show(ref, verify=False)
     if model["kind"] != "model":
         raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
-    params = _params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant})
+    params = merged_params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant})
     source = _source_variant(model, to, variant)
     the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
                                 params.get("options"), _source_name(model, source))
@@ -142,7 +140,7 @@ def compile_model(
     parse_version(version)
     name = model["name"]
     out_ref = f"model:{name}@{version}"
-    local = registry.ensure_local_repo()
+    local = ensure_local_repo()
     final_dir = local.component_dir("model", name, version)
     if final_dir.exists() and not force:
         raise Conflict(f"{out_ref} already exists in the local repo ({final_dir})",
@@ -161,22 +159,15 @@ def compile_model(
     out_dir = tempfile.mkdtemp(prefix="cr-compile-")
     clock = time.monotonic()
     try:
-        job = {
-            "format": 1,
-            "action": "compile",
-            "entry": action["meta"]["entry"],
-            "model": {"ref": model["ref"], "meta": source, "dir": model["path"]},
-            "dataset": None,
-            "params": {**params, "to": to, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
-                       "options": the_plan["options"]},
-            "out_dir": out_dir,
-            "out_file": file_name(name, the_plan["label"], to),
-        }
+        job = Job(entry=check_entry(action), action="compile", model=Job.component(model, meta=source),
+                  params={**params, "to": to, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
+                          "options": the_plan["options"]},
+                  out_dir=out_dir, out_file=file_name(name, the_plan["label"], to))
         if ds is not None:
             split = "train" if ds["meta"].get("split_by") else "all"
             # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
-            job["dataset"] = {"ref": ds["ref"], "meta": ds["meta"], "dir": ds["path"], "split": split,
-                              "limit": int(params["calibration_samples"]), "optional": not the_plan["needs_dataset"]}
+            job.dataset = Job.component(ds, split=split, limit=int(params["calibration_samples"]),
+                                        optional=not the_plan["needs_dataset"])
         # python/env: a solution's lock (its frameworks), else this interpreter
         result, _ = launch.run_job(job, python=python or sys.executable, env=env, timeout=params.get("timeout_s"))
         records.complete(record, result, None)
@@ -198,10 +189,10 @@ def compile_model(
 
 def _add_component(model: dict, source: dict, result: dict, version: str, final_dir: Path, out_dir: str,
                    force: bool, source_file: dict, ds: dict | None) -> dict:
-    from ...__about__ import __version__
-    from ...api import open_index
-    from ...fsutil import atomic_write_bytes, json_bytes, sha256_file
-    from ...store.meta import validate
+    from ..__about__ import __version__
+    from ..store.catalog import open_index
+    from ..fsutil import atomic_write_bytes, json_bytes, sha256_file
+    from ..store.meta import validate
 
     produced = result["output"]
     staging = final_dir.parent / f".compile-{secrets.token_hex(4)}"
@@ -249,6 +240,24 @@ def _add_component(model: dict, source: dict, result: dict, version: str, final_
             "format": meta["format"], "precision": meta["precision"], "file": produced["file"], "files": files}
 
 
+def _runs_on(fmt: str) -> list[str]:
+    """What a model in fmt needs to run: the REQUIRES of the backend whose native format it is."""
+    entry = registry.native_backend(fmt)
+    return list(registry.requirements(entry)) if entry is not None else []
+
+
+def _frameworks() -> set[str]:
+    """Software a compiled model does not inherit from its source: every backend's framework
+    (the output declares its own) and the tools conversions import."""
+    names = set(conversions.TOOLS)
+    for name in registry.available():
+        try:
+            names.update(_dep_name(r) for r in registry.requirements(registry.find(name)))
+        except CRError:
+            continue
+    return names
+
+
 def output_meta(model: dict, source: dict, result: dict, version: str, files: dict, source_file: dict,
                 ds: dict | None, cr_version: str) -> dict:
     """The meta of the compiled component (see the module docstring)."""
@@ -258,11 +267,11 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
                "architecture", "format", "precision", "inputs", "outputs", "expected", "provenance", "deps"}
     tags = [t for t in source.get("tags") or [] if t not in FORMAT_TAGS]
     tags += [{"trt-plan": "tensorrt"}.get(to, to)] + ([precision] if precision != "fp32" else []) + ["compiled"]
-    runs_on = RUNS_ON[to]
+    runs_on = _runs_on(to)
     built_with = (result.get("tools") or {}).get("tensorrt")
     if to == "trt-plan" and built_with:  # a plan runs only on the TensorRT version that built it
         runs_on = [f"software:tensorrt@=={built_with}"]
-    deps = [d for d in source.get("deps") or [] if _dep_name(d) not in FRAMEWORKS] + runs_on
+    deps = [d for d in source.get("deps") or [] if _dep_name(d) not in _frameworks()] + runs_on
     description = (model["meta"].get("description") or model["name"]).rstrip()
     meta = {
         "uid": secrets.token_hex(8),

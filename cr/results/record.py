@@ -12,19 +12,19 @@
      "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid}}
 
 Raw latencies are inline up to INLINE_MAX values; beyond, they go beside the record as
-``<record stem>.latencies.i64`` (little-endian int64) named, counted and hashed in "raw".
+``<record stem>.latencies.i64`` (little-endian int64) named, counted and hashed in "raw"
+(both shapes: cr.results.latencies).
 """
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import secrets
-import sys
 from array import array
 from pathlib import Path
 
-from ...__about__ import __version__
-from ...fsutil import atomic_write_bytes, atomic_write_json
+from ..__about__ import __version__
+from ..fsutil import atomic_write_bytes, atomic_write_json
+from .latencies import SIDE_SUFFIX, encode, inline_raw, side_raw
 
 FORMAT = 1
 INLINE_MAX = 100_000
@@ -35,7 +35,7 @@ def now() -> str:
 
 
 def component_entry(info: dict) -> dict:
-    from ...resolve.lock import component_sha256
+    from ..store.catalog import component_sha256
 
     return {
         "ref": info["ref"], "kind": info["kind"], "name": info["name"], "version": info["version"],
@@ -44,7 +44,7 @@ def component_entry(info: dict) -> dict:
 
 
 def new(action: str, components: list[dict], backend: dict, config: dict, lock: dict | None, started: str) -> dict:
-    from ...platform import current
+    from ..platform import current
 
     return {
         "format": FORMAT,
@@ -84,14 +84,6 @@ def complete(record: dict, result: dict, latencies: array | None) -> dict:
     return record
 
 
-def _little_endian_bytes(values: array) -> bytes:
-    if sys.byteorder == "little":
-        return values.tobytes()
-    swapped = array("q", values)
-    swapped.byteswap()
-    return swapped.tobytes()
-
-
 def write(record: dict, path: str | Path) -> Path:
     """Write the record as JSON at path (and its latencies beside it when there are many)."""
     path = Path(path)
@@ -100,11 +92,10 @@ def write(record: dict, path: str | Path) -> Path:
     raw = record.get("raw") or {}
     values = raw.get("latencies_ns")
     if isinstance(values, array) and len(values) > INLINE_MAX:
-        blob = _little_endian_bytes(values)
-        side = path.with_name(path.stem + ".latencies.i64")
+        blob = encode(values)
+        side = path.with_name(path.stem + SIDE_SUFFIX)
         atomic_write_bytes(side, blob, durable=True)
-        data["raw"] = {"latencies_ns_file": side.name, "format": "int64-le", "count": len(values),
-                       "sha256": hashlib.sha256(blob).hexdigest()}
+        data["raw"] = side_raw(blob, side.name)
     atomic_write_json(path, to_json(data), durable=True)
     return path
 
@@ -113,5 +104,5 @@ def to_json(record: dict) -> dict:
     """The record with raw latencies as a plain list (for printing or writing)."""
     raw = record.get("raw") or {}
     if isinstance(raw.get("latencies_ns"), array):
-        record = {**record, "raw": {"latencies_ns": raw["latencies_ns"].tolist()}}
+        record = {**record, "raw": inline_raw(raw["latencies_ns"])}
     return record

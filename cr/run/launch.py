@@ -18,9 +18,11 @@ import tempfile
 from array import array
 from pathlib import Path
 
-from ..child import BOOTSTRAP, LATENCIES_FILE
+from ..results.latencies import read_child
+from ..runtime.child import BOOTSTRAP
+from ..runtime.job import Job
 
-CR_PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
+CR_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 TAIL_LINES = 30
 TAIL_CHARS = 4000
 GRACE_S = 2.0
@@ -56,12 +58,17 @@ def _failed(kind: str, message: str, hint: str, **fields) -> dict:
     return {"status": "failed", "error": {"kind": kind, "message": message, "hint": hint, **fields}}
 
 
-def run_job(job: dict, python: str | None = None, env: dict | None = None, timeout: float | None = None) -> tuple[dict, array | None]:
-    """Run job in a child (python: the interpreter, env: its environment); (result, latencies)."""
+def run_job(job: Job | dict, python: str | None = None, env: dict | None = None, timeout: float | None = None) -> tuple[dict, array | None]:
+    """Run job in a child (python: the interpreter, env: its environment); (result, latencies).
+
+    A dict is read as Job fields (Job.from_dict) and checked here, before any child starts.
+    """
+    if not isinstance(job, Job):
+        job = Job.from_dict(job)
     work = Path(tempfile.mkdtemp(prefix="cr-job-"))
     try:
         job_file, result_file, log_file = work / "job.json", work / "result.json", work / "child.log"
-        job_file.write_text(json.dumps(job), encoding="utf-8")
+        job_file.write_text(json.dumps(job.to_dict()), encoding="utf-8")
         interpreter = python or sys.executable
         cmd = [interpreter, "-c", BOOTSTRAP, CR_PACKAGE_DIR, str(job_file), str(result_file)]
         with open(log_file, "wb") as log:
@@ -104,14 +111,7 @@ def run_job(job: dict, python: str | None = None, env: dict | None = None, timeo
         result = json.loads(result_file.read_text(encoding="utf-8"))
         if result.get("status") == "failed" and result.get("error"):
             result["error"].setdefault("stderr_tail", tail)
-        latencies = None
-        raw = result.get("raw") or {}
-        if raw.get("file") == LATENCIES_FILE and (work / LATENCIES_FILE).is_file():
-            latencies = array("q")
-            with open(work / LATENCIES_FILE, "rb") as f:
-                latencies.frombytes(f.read())
-            if raw.get("byteorder", sys.byteorder) != sys.byteorder:
-                latencies.byteswap()
+        latencies = read_child(work, result.get("raw") or {})
         return result, latencies
     finally:
         shutil.rmtree(work, ignore_errors=True)

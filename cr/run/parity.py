@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import CRError
-from . import launch, record as records
+from ..errors import CRError
+from ..runtime.job import Job
+from ..results import record as records
+from . import launch
 from .actions import prepare, run_action
 
 COMPARE_ENTRY = "cr.runtime.actions.infer:compare"
@@ -34,7 +36,7 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
     targets = {b: prepare(ref, "validate", b, variant, dataset, split, backend_options) for b in backends}
     runs, members, components = {}, [], {}
     for b, target in targets.items():
-        rec = run_action("validate", ref, backend=b, params=params, lock=lock, target=target)
+        rec = run_action("validate", ref, backend=b, params=params, lock=lock, target=target, store=False)
         for c in rec["components"]:
             components.setdefault(c["ref"], c)
         members.append({"backend": b, "variant": target.meta.get("variant"), "status": rec["status"],
@@ -47,8 +49,8 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
                            members, output)
         runs[b] = rec.pop("outputs")
     first = next(iter(targets.values()))
-    result, _ = launch.run_job({"format": 1, "action": "validate", "entry": COMPARE_ENTRY, "runs": runs,
-                                "params": {"parity_atol": params.get("parity_atol", 1e-4)}}, timeout=600)
+    result, _ = launch.run_job(Job(entry=COMPARE_ENTRY, action="validate", runs=runs,
+                                   params={"parity_atol": params.get("parity_atol", 1e-4)}), timeout=600)
     rec = records.new("validate", list(components.values()), {"name": ",".join(backends), "info": None},
                       {"parity": backends, **{k: v for k, v in params.items() if k != "keep_outputs"},
                        "dataset": first.dataset["ref"] if first.dataset else None, "split": first.split}, None, started)

@@ -1,6 +1,6 @@
 """run_action(): a model (or a solution) + a backend + an action -> a job in the runtime child -> a result record.
 
-    from cr.runtime.host.actions import run_action
+    from cr.run.actions import run_action
     record = run_action("validate", "model:lenet-digits", backend="tflite", variant="tflite-int8")
     record["validation"]["top1"], record["status"]
 
@@ -19,15 +19,22 @@ A run that starts and fails returns (and writes, with output) a record with stat
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import CRError
-from .. import registry, variants
-from . import launch, record as records
+from ..errors import CRError
+from ..events import reporter
+from ..runtime import registry, variants
+from ..runtime.job import Job
+from ..results import record as records
+from . import launch
+
+
+_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 @dataclass
@@ -50,7 +57,9 @@ class Target:
         return out
 
 
-def _params(action_ref: str, action_meta: dict, *layers: dict) -> dict:
+def merged_params(action_ref: str, action_meta: dict, *layers: dict) -> dict:
+    """The action meta's defaults with each layer laid over them (None values skipped),
+    checked against its parameters schema; CRError naming the parameter when one is refused."""
     params = dict(action_meta.get("defaults") or {})
     for layer in layers:
         params.update({k: v for k, v in (layer or {}).items() if v is not None})
@@ -87,7 +96,7 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
     declared action and passes its params); model_ref replaces the solution's model (the
     version its declared compile produced).
     """
-    from ...api import show
+    from ..store.catalog import show
 
     target = show(ref, verify=False)
     options: dict = {}
@@ -132,7 +141,7 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
 def _loadable_version(ref: str, model: dict, formats) -> dict:
     """The best version of ref with a variant the backend loads (e.g. the original torch
     weights when a newer ``+onnx`` compile exists and the backend is torch); model if none."""
-    from ...api import matching, show
+    from ..store.catalog import matching, show
 
     if any(variants.effective(model["meta"], n).get("format") in formats for n in variants.names(model["meta"])):
         return model
@@ -146,36 +155,46 @@ def _loadable_version(ref: str, model: dict, formats) -> dict:
 def _where(target: Target, lock) -> tuple[dict | None, dict | None, str]:
     """(lock, env, interpreter) the job runs with."""
     if lock is None and target.target["kind"] == "solution":
-        from ...api import lock as resolve_lock
-        from ...resolve.compose import compose
+        from ..resolve.plan import lock as resolve_lock
+        from ..resolve.compose import compose
 
         the_lock = resolve_lock(target.target["ref"])
         return the_lock, compose(the_lock), the_lock["interpreter"]  # compose refuses missing software
     if lock is not None:
-        from ...api import env_for
+        from ..resolve.plan import env_for
 
         the_lock, env = env_for(Path(lock))
         return the_lock, env, the_lock["interpreter"]
-    from ..model import locate
+    from ..runtime.model import locate
 
     locate(target.meta, target.model["path"], target.model["ref"])  # fail before starting a child
     return None, None, sys.executable
 
 
-def job_for(target: Target, action: str, entry_point: str, params: dict) -> dict:
-    job = {
-        "format": 1,
-        "action": action,
-        "entry": entry_point,
-        "model": {"ref": target.model["ref"], "meta": target.meta, "dir": target.model["path"]},
-        "dataset": None,
-        "backend": {**target.entry.to_dict(), "options": target.options},
-        "params": params,
-    }
-    if target.dataset is not None:
-        job["dataset"] = {"ref": target.dataset["ref"], "meta": target.dataset["meta"], "dir": target.dataset["path"],
-                          "split": target.split}
-    return job
+def job_for(target: Target, action: str, entry_point: str, params: dict) -> Job:
+    """The job for one action on a settled target (the parent <-> child contract, cr.runtime.job)."""
+    dataset = Job.component(target.dataset, split=target.split) if target.dataset is not None else None
+    return Job(entry=entry_point, action=action, params=params, model=Job.component(target.model, meta=target.meta),
+               dataset=dataset, backend={**target.entry.to_dict(), "options": target.options})
+
+
+def check_entry(action_info: dict) -> str:
+    """The action's entry (module:function); CRError naming the action meta when it is malformed."""
+    entry = (action_info.get("meta") or {}).get("entry")
+    if not isinstance(entry, str) or not _ENTRY.match(entry):
+        raise CRError(f"{action_info.get('meta_path') or action_info['ref']}: /entry: expected module:function, found {entry!r}",
+                      hint="an action's entry names the function the runtime calls, e.g. my_actions.fit:main")
+    return entry
+
+
+def store_record(record: dict) -> None:
+    """Keep the record in the results store; a store problem is a warning (the run's output stays)."""
+    from ..results.store import default_store
+
+    try:
+        default_store().add(record)
+    except CRError as exc:
+        reporter().warning(f"the {record.get('action')} result was not stored: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
 
 
 def run_action(
@@ -193,17 +212,22 @@ def run_action(
     target: Target | None = None,
     layered: bool = True,
     model_ref: str | None = None,
+    store: bool = True,
 ) -> dict:
-    """Run one action in the runtime child; the result record (raw latencies as an int64 array)."""
-    from ...api import show
+    """Run one action in the runtime child; the result record (raw latencies as an int64 array).
+
+    The record is written to output (when given) and kept in the results store (unless
+    store=False): this is the one place results are stored, for models and solutions alike.
+    """
+    from ..store.catalog import show
 
     started = records.now()
     action_ref = f"action:{action}"
     action_info = show(action_ref, verify=False)
     target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
-    params = _params(action_ref, action_info["meta"], *target.layers, params or {})
+    params = merged_params(action_ref, action_info["meta"], *target.layers, params or {})
     the_lock, env, python = _where(target, lock)
-    job = job_for(target, action, entry_point or action_info["meta"]["entry"], params)
+    job = job_for(target, action, entry_point or check_entry(action_info), params)
     record = records.new(
         action,
         [records.component_entry(c) for c in [*target.components, action_info]],
@@ -220,11 +244,39 @@ def run_action(
         if log_dir.exists():
             shutil.rmtree(log_dir)
         log_dir.mkdir(parents=True)
-        job["log_dir"] = str(log_dir.resolve())
+        job.log_dir = str(log_dir.resolve())
     result, latencies = launch.run_job(job, python=python, env=env, timeout=params.get("timeout_s"))
     records.complete(record, result, latencies)
     if log_dir is not None:
         record["loadgen_logs"] = str(log_dir)
     if output is not None:
         records.write(record, output)
+    if store:
+        store_record(record)
     return record
+
+
+def benchmark(
+    ref: str,
+    backend: str | None = None,
+    params: dict | None = None,
+    backend_options: dict | None = None,
+    lock: str | Path | None = None,
+    output: str | Path | None = None,
+    variant: str | None = None,
+    dataset: str | None = None,
+    split: str | None = None,
+    store: bool = True,
+) -> dict:
+    """Run the benchmark action; returns the result record (raw latencies as an int64 array)."""
+    return run_action("benchmark", ref, backend=backend, params=params, backend_options=backend_options,
+                      variant=variant, dataset=dataset, split=split, lock=lock, output=output, store=store)
+
+
+def predict(ref: str, backend: str | None = None, inputs: list[str] | None = None, params: dict | None = None, **kw) -> dict:
+    """Run the run action (`cr run`): decoded predictions for dataset samples or for files
+    (images or .npy); the record's "predictions" lists them."""
+    params = dict(params or {})
+    if inputs:
+        params["inputs"] = [str(p) for p in inputs]
+    return run_action("run", ref, backend=backend, params=params, **kw)

@@ -1,0 +1,39 @@
+"""Options and parsers several command modules share."""
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def backend_options(pairs: tuple[str, ...]) -> dict:
+    """KEY=VALUE pairs; VALUE is JSON when it parses (8, true, ["cuda","cpu"]), else a string."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+class BackendOption(click.Option):
+    """An option whose help names the registered backends ({backends} in its help text).
+
+    The names come from the cr.backends entry points, read only when the help is shown,
+    so that commands do not pay for the entry-point scan at start-up.
+    """
+
+    def get_help_record(self, ctx):
+        if self.help and "{backends}" in self.help:
+            from ..runtime import registry
+
+            try:
+                names = registry.describe()
+            except Exception:  # a malformed CR_BACKENDS must not break --help
+                names = "see cr.backends entry points"
+            self.help = self.help.replace("{backends}", names)
+        return super().get_help_record(ctx)

@@ -1,0 +1,23 @@
+"""The host side of actions: runs in `cr` itself, above the runtime (which runs in the child).
+
+    from cr.run import benchmark
+    record = benchmark("model:iris-logreg", backend="onnxruntime",
+                       params={"min_duration_s": 1, "min_queries": 500}, output="r.json")
+    record["status"], record["metrics"]["latency_ns"]["p99"]
+
+    actions.py    prepare(): target, variant, dataset, params; the typed Job; run_action()
+                  (child -> record -> results store); benchmark(), predict()
+    launch.py     run_job(): the child process, its timeout, crash and exit handling
+    parity.py     validate() and parity() across backends
+    compile.py    compile_model(): a conversion in the child -> a new model version
+    solution.py   solutions: create, init (verify, resolve, install, compile, lock), run declared
+    reproduce.py  reproduce(): init + the declared actions + a comparison with the reference
+
+Parameters are an action meta's defaults (actions/NAME/meta.json), overridden by a
+solution's params, overridden by the caller's; they are validated against the action's
+``parameters`` schema before anything runs. Problems found before the run raise CRError;
+a run that starts and fails returns (and stores) a record with status "failed".
+"""
+from .actions import benchmark, predict, run_action
+
+__all__ = ["benchmark", "predict", "run_action"]
