@@ -114,10 +114,8 @@ def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: 
         registry.unregister(repo.name, home)
         info["unregistered"].append({"name": repo.name, "path": str(repo.path)})
     if not any(r.name == repo_name and r.path == target for r in registry.registered(home)):
-        from ..store.catalog import repo_add
-
         try:
-            repo_add(target)
+            registry.add_dir(target, home, origin="archive")  # untrusted until the user says so
         except BaseException:
             if not info["reused"] and not info["replaced"]:
                 shutil.rmtree(target, ignore_errors=True)  # nothing half-done stays behind

@@ -85,6 +85,8 @@ def registered(home: Path | None = None) -> list[Repo]:
     repos = []
     for entry in _read_registry(home):
         extra = {k: entry[k] for k in ("url", "ref") if entry.get(k)}
+        if isinstance(entry.get("trusted"), bool):
+            extra["trusted"] = entry["trusted"]
         repos.append(repo_from_meta(entry, Path(entry["path"]), entry.get("origin", "dir"), **extra))
     return repos
 
@@ -201,10 +203,23 @@ def replace_entry(repo: Repo, home: Path | None = None) -> None:
         _write_registry(home, entries)
 
 
-def add_dir(path: Path, home: Path | None = None) -> Repo:
-    """Register a plain directory that holds cr-repo.json."""
-    repo = read_repo(Path(path).expanduser(), "dir")
+def add_dir(path: Path, home: Path | None = None, origin: str = "dir", trusted: bool | None = None) -> Repo:
+    """Register a directory that holds cr-repo.json (origin 'archive' for an unpacked archive)."""
+    repo = read_repo(Path(path).expanduser(), origin, **({"trusted": trusted} if trusted is not None else {}))
     return register(repo, home)
+
+
+def set_trusted(name: str, trusted: bool, home: Path | None = None) -> Repo:
+    """Mark a registered repository trusted (or not); returns it as now registered."""
+    import dataclasses
+
+    repo = next((r for r in registered(home) if r.name == name), None)
+    if repo is None:
+        names = ", ".join(r.name for r in registered(home)) or "none"
+        raise RepoError(f"no registered repository named {name!r}", hint=f"registered: {names}")
+    repo = dataclasses.replace(repo, trusted=trusted)
+    replace_entry(repo, home)
+    return repo
 
 
 def init_dir(path: Path, name: str, layout: str = "kind/name/version") -> Repo:

@@ -18,11 +18,20 @@ from .meta import load_json, validate_repo_meta
 from .refs import KINDS
 
 REPO_FILE = "cr-repo.json"
+# Origins whose repositories are trusted unless marked otherwise (see Repo.trusted).
+TRUSTED_ORIGINS = ("builtin", "local", "dir")
 
 
 @dataclass(frozen=True)
 class Repo:
-    """A registered repository. origin is 'local', 'git', 'dir' or 'builtin'."""
+    """A registered repository. origin is 'local', 'git', 'dir', 'archive' or 'builtin'.
+
+    trusted: whether what executes or fetches (install scripts and methods, executable
+    probes, Python files, action entries) may take effect from it without the user's
+    consent at the time (docs/security.md). None means the origin's default: shipped, the
+    local repo and directories the user registered are trusted; pulled git repositories
+    and unpacked archives are not, until the user says so (cr repo trust, --trust).
+    """
 
     name: str
     path: Path
@@ -35,6 +44,13 @@ class Repo:
     url: str | None = None
     ref: str | None = None
     description: str = ""
+    trusted: bool | None = None
+
+    @property
+    def is_trusted(self) -> bool:
+        if self.trusted is not None:
+            return self.trusted
+        return self.origin in TRUSTED_ORIGINS
 
     @property
     def writable(self) -> bool:
@@ -177,4 +193,6 @@ def repo_descriptor(repo: Repo) -> dict:
     for key in ("kind", "url", "ref"):
         if getattr(repo, key):
             data[key] = getattr(repo, key)
+    if repo.trusted is not None:
+        data["trusted"] = repo.trusted
     return data
