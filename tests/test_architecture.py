@@ -69,7 +69,14 @@ def test_install_from_a_lock_file_builds_what_the_lock_recorded_after_the_recipe
     assert locked["missing"] == ["marker"] and lock_file.is_file()
 
     _edit_recipe(recipes, "B")  # the recipe changes between resolution and installation
-    result = api.install_missing(lock_file)
+    # nothing trusted offers the recorded script any more: it runs only with consent
+    from cr.store.trust import Untrusted
+
+    with pytest.raises(Untrusted) as refused:
+        api.install_missing(lock_file)
+    assert "printf A" in refused.value.message and envs.list_envs("marker") == []
+    collect.warnings.clear()
+    result = api.install_missing(lock_file, trust=True)
 
     (env,) = result["installed"]
     assert env["name"] == "marker" and env["version"] == "1.0.0"

@@ -253,7 +253,9 @@ def test_another_archive_of_the_same_version_needs_force(team, tmp_path, cr_home
 
 # -- refusals -----------------------------------------------------------------------------
 
-SOL_META = {"uid": "00112233445566aa", "kind": "solution", "name": "evil-sol", "version": "1.0.0", "tags": [], "files": {}}
+# The crafted solution carries notes.txt (every file an archive holds must be listed by its component).
+SOL_META = {"uid": "00112233445566aa", "kind": "solution", "name": "evil-sol", "version": "1.0.0", "tags": [],
+            "files": {"notes.txt": hashlib.sha256(b"hello\n").hexdigest()}}
 REPO_META = {"name": "evil-sol-1.0.0", "uid": "00112233445566bb", "version": "1.0.0"}
 
 

@@ -7,7 +7,7 @@
     store/          components, repositories, the index: nothing above it
     runtime/        the device side, run in the measured child: only itself, errors, events,
                     fsutil, and the raw-latency codec (cr.results.latencies, standard library)
-    errors, events, fsutil, paths, __about__   the foundation
+    errors, events, fsutil, paths, __about__, jsonio, scratch, procs   the foundation
 
 Every import counts, also those inside functions (cr imports lazily for start-up time:
 a lazy import is still a dependency). docs/architecture.md explains each rule.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 CR = Path(__file__).resolve().parents[1] / "cr"
-FOUNDATION = {"cr.errors", "cr.events", "cr.fsutil", "cr.paths", "cr.__about__"}
+FOUNDATION = {"cr.errors", "cr.events", "cr.fsutil", "cr.paths", "cr.__about__", "cr.jsonio", "cr.scratch", "cr.procs"}
 # What the device side may use besides itself: the wire format of raw latencies.
 RUNTIME_MAY_IMPORT = {"cr.errors", "cr.events", "cr.fsutil", "cr.results.latencies"}
 # Packages (or top-level modules) below each one; nothing may import a package not below it.

@@ -22,14 +22,21 @@ __all__ = ["FORMAT", "ArchiveError", "Limits", "pack", "unpack", "read_manifest"
 def read_manifest(path) -> dict:
     """The manifest of an archive (checked for shape only: unpack verifies the rest)."""
     import zipfile
+    import zlib
     from pathlib import Path
 
     from .format import MANIFEST, parse_manifest
+    from .limits import DEFAULT
 
     path = Path(path)
     try:
         with zipfile.ZipFile(path) as zf:
-            data = zf.read(MANIFEST)
-    except (zipfile.BadZipFile, KeyError, OSError) as exc:
+            info = zf.getinfo(MANIFEST)
+            if info.file_size > DEFAULT.max_manifest_bytes:
+                raise ArchiveError(f"refused {path.name}: {MANIFEST} is {info.file_size} bytes, over the limit of "
+                                   f"{DEFAULT.max_manifest_bytes}", hint="is it a NAME-VERSION.cr.zip made by cr pack?")
+            with zf.open(info) as src:
+                data = src.read(DEFAULT.max_manifest_bytes + 1)
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, zlib.error) as exc:
         raise ArchiveError(f"cannot read {MANIFEST} of {path.name} ({exc})", hint="is it a NAME-VERSION.cr.zip made by cr pack?") from None
     return parse_manifest(data, path.name)

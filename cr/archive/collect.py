@@ -8,7 +8,6 @@ ignored on purpose: an archive is for every platform, not only the packing one.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,11 +43,15 @@ class Item:
 
 
 def _load(comp) -> Item:
+    from ..jsonio import InvalidJSON, loads, read_file
+
     try:
-        data = comp.meta_path.read_bytes()
-        meta = json.loads(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidMeta(f"cannot read {comp.meta_path} ({exc})", hint=f"cr check {comp.ref} shows what is wrong") from None
+        data = read_file(comp.meta_path)
+        meta = loads(data, str(comp.meta_path))
+    except InvalidJSON as exc:
+        raise InvalidMeta(f"cannot read {exc.message}", hint=f"cr check {comp.ref} shows what is wrong") from None
+    if not isinstance(meta, dict):
+        raise InvalidMeta(f"cannot read {comp.meta_path} (not a JSON object)", hint=f"cr check {comp.ref} shows what is wrong")
     if (meta.get("kind"), meta.get("name"), meta.get("version")) != (comp.kind, comp.name, comp.version):
         raise InvalidMeta(f"{comp.meta_path} changed while packing", hint="run cr pack again")
     return Item(comp.ref, comp.kind, comp.name, comp.version, comp.uid, comp.meta_path, data, meta)

@@ -107,10 +107,7 @@ def parse_manifest(data: bytes, where: str) -> dict:
     format may mean things this reefkit cannot check.
     """
     hint = "the archive is damaged or was not made by cr pack; nothing was unpacked"
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ArchiveError(f"refused {where}: {MANIFEST} is not valid JSON ({exc})", hint=hint) from None
+    manifest = parse_json(data, where, MANIFEST, hint)
     if not isinstance(manifest, dict):
         raise ArchiveError(f"refused {where}: {MANIFEST} is not a JSON object", hint=hint)
     fmt = manifest.get("format")
@@ -143,7 +140,29 @@ def parse_manifest(data: bytes, where: str) -> dict:
                                f"with install 'cr install software:NAME'", hint=hint)
     if not all(isinstance(r, str) for r in manifest.get("results", [])):
         raise ArchiveError(f"refused {where}: {MANIFEST} /results must list paths", hint=hint)
+    for name in manifest.get("results", []):
+        parts = name.split("/")
+        if unsafe_name(name) or len(parts) != 2 or parts[0] != RESULTS_DIR or not parts[1].endswith(".json"):
+            raise ArchiveError(f"refused {where}: {MANIFEST} /results lists {name[:80]!r}, which is not {RESULTS_DIR}/<uid>.json", hint=hint)
+    if manifest.get("lock") not in (None, LOCK_FILE):
+        raise ArchiveError(f"refused {where}: {MANIFEST} /lock must be {LOCK_FILE!r} or null, found {str(manifest.get('lock'))[:80]!r}", hint=hint)
     return manifest
+
+
+def parse_json(data: bytes, where: str, name: str, hint: str, constants: bool = False, label: str | None = None):
+    """The JSON value of an archive member, read with the bounded loader (cr/jsonio.py): a
+    member nested too deep, too large or not UTF-8 is an ArchiveError naming it (label,
+    default its name), never a RecursionError. constants: accept NaN/Infinity (a result
+    record may hold them, as Python's json writes them)."""
+    from ..jsonio import InvalidJSON, loads
+
+    try:
+        return loads(data, name, parse_constant=float if constants else None)
+    except InvalidJSON as exc:
+        why = exc.message
+        for prefix in (f"{name}: ", "invalid JSON: ", "invalid JSON "):
+            why = why[len(prefix):] if why.startswith(prefix) else why
+        raise ArchiveError(f"refused {where}: {label or name} is not valid JSON ({why})", hint=hint) from None
 
 
 _INSTALL = re.compile(r"^cr install software:[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$")

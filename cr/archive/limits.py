@@ -17,13 +17,16 @@ class Limits:
 
     max_ratio applies to entries of at least ratio_min_bytes (a tiny file may compress
     far better than a large one legitimately can): an entry that inflates more than
-    max_ratio times its compressed size is refused.
+    max_ratio times its compressed size is refused. max_total_ratio applies to the whole
+    archive once it unpacks to at least ratio_min_bytes: many entries each just under
+    ratio_min_bytes (300 files of 1 MiB of zeros in a 772 KB zip) are one bomb too.
     """
 
     max_entry_bytes: int = 2 * GiB
     max_total_bytes: int = 8 * GiB
     max_entries: int = 100_000
     max_ratio: float = 200.0
+    max_total_ratio: float = 200.0
     ratio_min_bytes: int = 1 * MiB
     max_manifest_bytes: int = 64 * MiB
 

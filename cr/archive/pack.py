@@ -3,7 +3,10 @@
 Every file is read once: streamed into the zip while its sha256 is computed, and compared
 with the sha256 its component's meta lists. A mismatch (or a file that changes while it
 is read) aborts the pack and removes the partial archive: an archive never holds a file
-its meta does not vouch for.
+its meta does not vouch for. The lock and the result records travel as copies without
+the packing host's paths (hostpaths.py). The partial archive is named after this process
+(.NAME.cr-pack-PID-RANDOM.tmp beside the output), so that the next pack into the folder
+deletes one a kill left behind.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from ..__about__ import __version__
 from ..errors import CRError, NotFound
 from ..events import reporter
 from .collect import Item, check_lock, collect, exclusions, file_plan
+from .hostpaths import Scrubber
 from .format import (
     CHUNK, COMPRESSLEVEL, DATE_TIME, FILE_MODE, FORMAT, LOCK_FILE, MANIFEST, REPO_FILE, RESULTS_DIR,
     ArchiveError, file_name, is_sha256, manifest_bytes, record_bytes, stem, unsafe_name,
@@ -60,7 +64,8 @@ def pack(
     from ..store.catalog import component_sha256
 
     ref = solution_ref if ":" in str(solution_ref) else f"solution:{solution_ref}"
-    lock_doc, lock_data = _read_lock(lock)
+    sweep_partials(_output_folder(output))  # what a killed pack into this folder left behind
+    lock_doc = _read_lock(lock)
     index = open_index()
     try:
         items = collect(str(ref), index, lock_doc)
@@ -70,6 +75,8 @@ def pack(
         check_lock(lock_doc, items)
     excluded = exclusions(items)
     solution = items[0]
+    scrub = Scrubber([p for item in items for p in list(item.source_dir.parents)[:3]])
+    lock_data = record_bytes(scrub(lock_doc)) if lock_doc is not None else None
 
     entries = [Entry(f"{item.arcdir}/meta.json", data=item.meta_bytes, owner=item.ref) for item in items]
     for item in items:
@@ -79,7 +86,7 @@ def pack(
     if lock_data is not None:
         entries.append(Entry(LOCK_FILE, data=lock_data, owner="the lock"))
     result_names = []
-    for entry in _result_entries(results or [], solution):
+    for entry in _result_entries(results or [], solution, scrub):
         entries.append(entry)
         if entry.name.endswith(".json"):
             result_names.append(entry.name)
@@ -114,44 +121,50 @@ def _repo_meta(solution: Item, name: str) -> dict:
     }
 
 
-def _read_lock(lock) -> tuple[dict | None, bytes | None]:
+def _read_lock(lock) -> dict | None:
+    """The lock given (a dict or a lock file), checked for shape; None without one.
+
+    What travels is a copy without host paths (hostpaths.py): the lock names this
+    machine's interpreter and prefixes, which mean nothing where the archive goes.
+    """
+    from ..jsonio import load_file
+    from ..resolve.lock import LOCK_FORMAT
+
     if lock is None:
-        return None, None
+        return None
     if isinstance(lock, dict):
-        from ..resolve.lock import LOCK_FORMAT
-
-        if lock.get("format") != LOCK_FORMAT or not isinstance(lock.get("software"), list):
-            raise ArchiveError(f"the lock given is not a reefkit lock of format {LOCK_FORMAT}", hint="give a lock written by cr resolve")
-        return lock, record_bytes(lock)
-    from ..resolve.lock import load_lock
-
-    path = Path(lock)
-    if not path.is_file():
-        raise NotFound(f"lock file {path} does not exist", hint="write one with cr resolve solution:NAME -o FILE")
-    doc = load_lock(path)
-    return doc, path.read_bytes()
+        doc, where = lock, "the lock given"
+    else:
+        path = Path(lock)
+        if not path.is_file():
+            raise NotFound(f"lock file {path} does not exist", hint="write one with cr resolve solution:NAME -o FILE")
+        doc, where = load_file(path), f"lock file {path}"
+    if not isinstance(doc, dict) or doc.get("format") != LOCK_FORMAT or not isinstance(doc.get("software"), list):
+        raise ArchiveError(f"{where} is not a reefkit lock of format {LOCK_FORMAT}", hint="give a lock written by cr resolve")
+    return doc
 
 
-def _result_entries(results, solution: Item) -> list[Entry]:
-    import json
+def _result_entries(results, solution: Item, scrub) -> list[Entry]:
+    """The entries of the reference results: each record (a copy without host paths) and
+    the raw latencies file beside a record that has one (byte for byte: its sha256)."""
+    from ..jsonio import InvalidJSON, loads, read_file
 
     out = []
     for given in results:
         if isinstance(given, dict):
-            record, data, base = given, record_bytes(given), None
+            record, base = given, None
             where = f"result {given.get('uid', '?')}"
             if isinstance(given.get("path"), str):
                 base = Path(given["path"]).parent
         else:
             path = Path(given)
             where = f"result file {path}"
+            if not path.exists():
+                raise NotFound(f"{where} does not exist", hint="give the path of a result record (JSON)")
             try:
-                data = path.read_bytes()
-                record = json.loads(data.decode("utf-8"))
-            except FileNotFoundError:
-                raise NotFound(f"{where} does not exist", hint="give the path of a result record (JSON)") from None
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                raise ArchiveError(f"cannot read {where} ({exc})", hint="give the path of a result record (JSON)") from None
+                record = loads(read_file(path, where=where), where, parse_constant=float)  # NaN as Python writes it
+            except InvalidJSON as exc:
+                raise ArchiveError(f"cannot read {where} ({exc.message})", hint="give the path of a result record (JSON)") from None
             base = path.parent
         if not isinstance(record, dict):
             raise ArchiveError(f"{where} is not a result record (a JSON object)")
@@ -159,7 +172,7 @@ def _result_entries(results, solution: Item) -> list[Entry]:
         if not isinstance(uid, str) or not _UID.match(uid):
             raise ArchiveError(f"{where} has no usable uid (found {uid!r})", hint="give records written by cr benchmark / cr validate")
         _check_result_solution(record, solution, where)
-        out.append(Entry(f"{RESULTS_DIR}/{uid}.json", data=data, owner=where))
+        out.append(Entry(f"{RESULTS_DIR}/{uid}.json", data=record_bytes(scrub(record)), owner=where))
         raw = record.get("raw") if isinstance(record.get("raw"), dict) else {}
         side = raw.get("latencies_ns_file")
         if isinstance(side, str):
@@ -200,7 +213,53 @@ def _output_path(output, solution: Item) -> Path:
     if output is None:
         return Path.cwd() / name
     out = Path(output).expanduser().absolute()
-    return out / name if out.is_dir() else out
+    return out / name if out.is_dir() or _names_a_dir(output) else out
+
+
+def _names_a_dir(output) -> bool:
+    """-o dist/ : a folder, made if needed (not a file named dist)."""
+    text = str(output)
+    return text.endswith(("/", os.sep))
+
+
+def _output_folder(output) -> Path:
+    """The folder the archive (and its partial file) will be written in."""
+    if output is None:
+        return Path.cwd()
+    out = Path(output).expanduser().absolute()
+    return out if out.is_dir() or _names_a_dir(output) else out.parent
+
+
+# The partial archive: .NAME.cr-pack-PID-RANDOM.tmp beside the output (the final rename
+# must stay on one file system), named after the process writing it, so that a pack into
+# the same folder deletes the ones whose process is gone (killed: kill -9, power loss).
+_PARTIAL = re.compile(r"^\.(?P<name>.+)\.cr-pack-(?P<pid>\d+)-[0-9a-f]+\.tmp$")
+
+
+def _partial_prefix(target: Path) -> str:
+    return f".{target.name}.cr-pack-{os.getpid()}-"
+
+
+def sweep_partials(folder: Path) -> list[str]:
+    """Delete the partial archives in folder whose packing process no longer exists; their names."""
+    from ..scratch import alive
+
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _PARTIAL.match(entry.name)
+        if not m or int(m.group("pid")) == os.getpid() or alive(int(m.group("pid"))):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            continue
+    return removed
 
 
 def _zipinfo(name: str, size: int) -> zipfile.ZipInfo:
@@ -221,7 +280,7 @@ def _write(target: Path, entries: list[Entry], manifest: dict, task: str) -> Non
     total = sum(e.size() for e in entries)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _new_file(target.parent, f".{target.name}.")
+        fd, tmp = _new_file(target.parent, _partial_prefix(target))
     except OSError as exc:
         raise CRError(f"cannot write {target} ({exc.strerror or exc})", hint="give another place with -o") from None
     done = 0

@@ -1,13 +1,17 @@
 """cr unpack: verify a solution archive completely, then make it a registered repository.
 
 Order of work, so that a bad archive leaves nothing behind:
-  1. the zip's directory: every entry name, type, flag and size, duplicates, overlaps,
-     limits (entries, per entry, total, compression ratio); the manifest's format and
-     that it lists exactly the entries there are, with their sizes;
-  2. extraction into a fresh temp directory beside the target, each entry streamed,
-     counted and hashed (its CRC checked by zipfile too) and compared with the manifest;
-  3. the contents: cr-repo.json, every component meta (schema, place, the sha256 of
-     its files), the lock and the result records;
+  1. the zip's directory: nothing before the first entry or after the end record, every
+     entry name, type, flag and size, duplicates, overlaps, limits (entries, per entry,
+     total, compression ratio of an entry and of the whole archive); the manifest's format
+     and that it lists exactly the entries there are, with their sizes;
+  2. extraction into a fresh temp directory on the target's file system (CR_HOME/tmp for a
+     target inside CR_HOME, else .cr-unpack-PID-* beside it; a later unpack deletes those
+     of dead processes), each entry streamed, counted and hashed (its CRC checked by
+     zipfile too) and compared with the manifest;
+  3. the contents: cr-repo.json, every component meta (schema, place, the sha256 of its
+     files), the lock and the result records, all read with the bounded JSON loader; and
+     that every file belongs to one of them;
   4. one rename makes the directory visible; then it is registered as a repository.
 Any failure before 4 removes the temp directory. Nothing from the archive is executed
 or imported: metas and records are parsed as JSON, nothing more.
@@ -15,8 +19,8 @@ or imported: metas and records are parsed as JSON, nothing more.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import re
 import shutil
 import stat
 import zipfile
@@ -26,12 +30,15 @@ from pathlib import Path
 from ..errors import CRError
 from ..events import reporter
 from .format import (
-    CHUNK, LOCK_FILE, MANIFEST, REPO_FILE, RESULTS_DIR, ArchiveError, name_key, parse_manifest, stem, unsafe_name,
+    CHUNK, LOCK_FILE, MANIFEST, REPO_FILE, RESULTS_DIR, ArchiveError, is_sha256, name_key, parse_json, parse_manifest,
+    stem, unsafe_name,
 )
 from .limits import DEFAULT, Limits, human
 
 _UNSAFE_HINT = "the archive is unsafe or damaged; nothing was unpacked"
 _LOCAL_HEADER = 30  # bytes of a zip local file header before its name
+_LOCAL_MAGIC = b"PK\x03\x04"  # what the first bytes of a zip cr pack writes are
+_END_MAGIC, _END_RECORD = b"PK\x05\x06", 22  # the end of central directory record, without a comment
 
 
 def _refuse(where: str, what: str, hint: str = _UNSAFE_HINT) -> ArchiveError:
@@ -42,8 +49,8 @@ def _entry(where: str, name: str, why: str, hint: str = _UNSAFE_HINT) -> Archive
     return _refuse(where, f"entry {name!r} {why}", hint)
 
 
-def _limit_hint(option: str) -> str:
-    return f"if you trust this archive, raise the limit: cr unpack FILE {option} SIZE (nothing was unpacked)"
+def _limit_hint(option: str, metavar: str = "SIZE") -> str:
+    return f"if you trust this archive, raise the limit: cr unpack FILE {option} {metavar} (nothing was unpacked)"
 
 
 def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: Limits | None = None, force: bool = False) -> dict:
@@ -63,18 +70,20 @@ def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: 
     if not path.is_file():
         raise CRError(f"archive {path} does not exist", hint="give the path of a NAME-VERSION.cr.zip file")
     home = ensure_home()
+    into = Path(os.path.abspath(Path(target_repo_dir).expanduser())) if target_repo_dir else None
+    sweep(home, home / "archives", *([into.parent] if into else []))  # what killed unpacks left behind
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         raise _refuse(where, f"it is not a zip archive or it is truncated ({exc})", "download or copy it again; nothing was unpacked") from None
     with zf:
-        members = _scan(zf, where, limits)
+        members = _scan(zf, path, where, limits)
         manifest_data = _read_small(zf, members[MANIFEST], where, limits.max_manifest_bytes)
         manifest = parse_manifest(manifest_data, where)
         listed = _check_listing(members, manifest, where)
         solution = _check_layout(members, manifest, where)
         repo_name = manifest["repo"]
-        target = Path(os.path.abspath(Path(target_repo_dir).expanduser())) if target_repo_dir else home / "archives" / repo_name
+        target = into or home / "archives" / repo_name
         total = sum(members[n].file_size for n in listed)
         info = {
             "archive": str(path.absolute()), "target": str(target), "repo": repo_name, "solution": solution,
@@ -99,17 +108,21 @@ def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: 
         else:
             created = _missing_dirs(target.parent)
             _check_space(target, total, where)
-            tmp = None
+            work = made = None
             try:
-                tmp = _extract(zf, members, listed, manifest_data, target, where)
-                _check_contents(tmp, manifest, listed, where)
-                info["replaced"] = _commit(tmp, target, state)
+                work, made = _work_dir(target, home)
+                tree = _extract(zf, members, listed, manifest_data, work, where)
+                _check_contents(tree, manifest, listed, where)
+                info["replaced"] = _commit(tree, target, state, work)
             except BaseException:
-                if tmp is not None:
-                    shutil.rmtree(tmp, ignore_errors=True)
-                for made in created:  # deepest first
-                    _remove_empty(made)
+                if work is not None:
+                    shutil.rmtree(work, ignore_errors=True)
+                for made_dir in created + ([made] if made else []):  # deepest first
+                    _remove_empty(made_dir)
                 raise
+            shutil.rmtree(work, ignore_errors=True)
+            if made:
+                _remove_empty(made)
     for repo in stale:
         registry.unregister(repo.name, home)
         info["unregistered"].append({"name": repo.name, "path": str(repo.path)})
@@ -125,11 +138,13 @@ def unpack(path: str | Path, target_repo_dir: str | Path | None = None, limits: 
 
 # -- 1. the zip's directory and the manifest --------------------------------------------
 
-def _scan(zf: zipfile.ZipFile, where: str, limits: Limits) -> dict[str, zipfile.ZipInfo]:
+def _scan(zf: zipfile.ZipFile, path: Path, where: str, limits: Limits) -> dict[str, zipfile.ZipInfo]:
     """Every entry by name, once each entry passed every check on the directory alone."""
     infos = zf.infolist()
+    if infos:
+        _check_framing(path, infos, where)
     if len(infos) > limits.max_entries:
-        raise _refuse(where, f"it holds {len(infos)} entries, over the limit of {limits.max_entries}", _limit_hint("--max-entries"))
+        raise _refuse(where, f"it holds {len(infos)} entries, over the limit of {limits.max_entries}", _limit_hint("--max-entries", "N"))
     members: dict[str, zipfile.ZipInfo] = {}
     keys: dict[str, str] = {}
     total = 0
@@ -152,11 +167,16 @@ def _scan(zf: zipfile.ZipFile, where: str, limits: Limits) -> dict[str, zipfile.
         if info.file_size >= limits.ratio_min_bytes and info.file_size > limits.max_ratio * max(info.compress_size, 1):
             ratio = info.file_size / max(info.compress_size, 1)
             raise _entry(where, name, f"inflates {ratio:.0f} times (over the limit of {limits.max_ratio:g}): a zip bomb?",
-                         _limit_hint("--max-ratio"))
+                         _limit_hint("--max-ratio", "R"))
         total += info.file_size
         if total > limits.max_total_bytes:
             raise _entry(where, name, f"takes the archive over the limit of {human(limits.max_total_bytes)} unpacked",
                          _limit_hint("--max-total-size"))
+    packed = sum(info.compress_size for info in infos)
+    if total >= limits.ratio_min_bytes and total > limits.max_total_ratio * max(packed, 1):
+        raise _refuse(where, f"it unpacks to {human(total)} from {human(packed)} compressed, {total / max(packed, 1):.0f} times "
+                             f"(over the limit of {limits.max_total_ratio:g} for the whole archive): a zip bomb?",
+                      _limit_hint("--max-total-ratio", "R"))
     for name in members:
         parts = name.split("/")
         for i in range(1, len(parts)):
@@ -167,6 +187,28 @@ def _scan(zf: zipfile.ZipFile, where: str, limits: Limits) -> dict[str, zipfile.
     if MANIFEST not in members:
         raise _refuse(where, f"it holds no {MANIFEST}: not a reefkit solution archive", "make archives with cr pack; nothing was unpacked")
     return members
+
+
+def _check_framing(path: Path, infos: list[zipfile.ZipInfo], where: str) -> None:
+    """Nothing before the first entry and nothing after the end record: cr pack writes
+    neither, and zipfile accepts both (a prefix is how a self-extracting or a polyglot
+    file hides a zip; a comment or appended bytes can carry anything)."""
+    first = min(info.header_offset for info in infos)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(size - _END_RECORD, 0))
+            tail = f.read(_END_RECORD)
+    except OSError as exc:
+        raise _refuse(where, f"it cannot be read ({exc.strerror or exc})", "download or copy it again; nothing was unpacked") from None
+    if first != 0:
+        raise _refuse(where, f"it has {first} bytes of other data before its first entry (a prefixed or self-extracting zip; cr pack writes none)")
+    if head != _LOCAL_MAGIC:
+        raise _refuse(where, "it does not start with a zip entry (a prefixed or crafted zip; cr pack writes none)")
+    if len(tail) != _END_RECORD or tail[:4] != _END_MAGIC or tail[20:22] != b"\0\0":
+        raise _refuse(where, "it has data after the zip's end record (a comment or appended bytes; cr pack writes none)")
 
 
 def _type_problem(info: zipfile.ZipInfo) -> str | None:
@@ -317,26 +359,78 @@ def _check_space(target: Path, total: int, where: str) -> None:
         raise _refuse(where, f"it unpacks to {human(total)}, but {probe} has only {human(free)} free", "free some space or use --into elsewhere")
 
 
-def _extract(zf, members: dict, listed: dict, manifest_data: bytes, target: Path, where: str) -> Path:
-    """A temp directory beside target holding every listed entry, each verified."""
+def _extract(zf, members: dict, listed: dict, manifest_data: bytes, work: Path, where: str) -> Path:
+    """work/repo: every listed entry, each verified (the directory that becomes target)."""
+    tree = work / "repo"
+    try:
+        tree.mkdir()  # its mode from the umask (mkdtemp's 0700 would become the repository's)
+    except OSError as exc:
+        raise CRError(f"cannot write in {work} ({exc.strerror or exc})", hint="choose a writable place with --into") from None
+    order = sorted(listed, key=lambda n: members[n].header_offset)  # one pass through the file
+    total = sum(listed[n]["size"] for n in order)
+    done = 0
+    for name in order:
+        _extract_one(zf, members[name], listed[name], tree, where)
+        done += listed[name]["size"]
+        reporter().progress(f"unpack {where}", done, total)
+    _write_new(tree / MANIFEST, manifest_data)
+    return tree
+
+
+# Where the tree is extracted before the one rename that makes it visible: on the target's
+# file system, and named after this process so that a later unpack deletes it once the
+# process is gone (kill -9 leaves it): CR_HOME/tmp/unpack-PID-xxx (cr/scratch.py) for a
+# target inside CR_HOME, else .cr-unpack-PID-xxx beside the target.
+_BESIDE = ".cr-unpack-"
+_BESIDE_NAME = re.compile(r"^\.cr-unpack-(?P<pid>\d+)-[A-Za-z0-9_]+$")
+
+
+def _work_dir(target: Path, home: Path) -> tuple[Path, Path | None]:
+    """(a new empty directory on target's file system, CR_HOME/tmp when this call created it)."""
+    from .. import scratch
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _new_dir(target.parent, f".{target.name}.unpack-")
+        if _in_home(target, home):
+            base = home / "tmp"
+            made = None if base.exists() else base
+            return scratch.make("unpack"), made
+        return _new_dir(target.parent, f"{_BESIDE}{os.getpid()}-"), None
     except OSError as exc:
-        raise CRError(f"cannot create {target.parent} ({exc.strerror or exc})", hint="choose a writable place with --into") from None
+        raise CRError(f"cannot create a temporary directory for {target} ({exc.strerror or exc})",
+                      hint="choose a writable place with --into") from None
+
+
+def _in_home(target: Path, home: Path) -> bool:
+    """Whether target lies inside CR_HOME, on the file system of CR_HOME/tmp (a rename away)."""
+    real, real_home = Path(os.path.realpath(target.parent)), Path(os.path.realpath(home))
+    if real != real_home and real_home not in real.parents:
+        return False
     try:
-        order = sorted(listed, key=lambda n: members[n].header_offset)  # one pass through the file
-        total = sum(listed[n]["size"] for n in order)
-        done = 0
-        for name in order:
-            _extract_one(zf, members[name], listed[name], tmp, where)
-            done += listed[name]["size"]
-            reporter().progress(f"unpack {where}", done, total)
-        _write_new(tmp / MANIFEST, manifest_data)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return tmp
+        return os.stat(real).st_dev == os.stat(real_home).st_dev
+    except OSError:
+        return False
+
+
+def sweep(home: Path, *folders: Path) -> list[str]:
+    """Delete what killed unpacks left: CR_HOME/tmp's scratch directories of dead processes,
+    and .cr-unpack-PID-* directories of dead processes in folders; their names."""
+    from .. import scratch
+
+    removed = scratch.sweep(home / "tmp") if (home / "tmp").is_dir() else []
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            m = _BESIDE_NAME.match(entry.name)
+            if not m or int(m.group("pid")) == os.getpid() or scratch.alive(int(m.group("pid"))):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.name)
+    return removed
 
 
 def _write_new(dest: Path, data: bytes) -> None:
@@ -378,15 +472,19 @@ def _extract_one(zf, info: zipfile.ZipInfo, item: dict, tmp: Path, where: str) -
 
 # -- 3. contents ------------------------------------------------------------------------
 
-def _check_contents(tmp: Path, manifest: dict, listed: dict, where: str) -> None:
-    """cr-repo.json, every meta and its files' checksums, the lock, the records."""
+def _check_contents(tree: Path, manifest: dict, listed: dict, where: str) -> None:
+    """cr-repo.json, every meta and its files' checksums, the lock, the records; and that
+    every file belongs to one of them (what cr pack writes, nothing else)."""
+    from ..resolve.lock import LOCK_FORMAT
     from ..store.catalog import component_sha256
     from ..store.meta import validate, validate_repo_meta
 
-    repo_meta = _json(tmp / REPO_FILE, REPO_FILE, where)
-    problems = validate_repo_meta(repo_meta, REPO_FILE)
-    if problems:
-        raise _entry(where, REPO_FILE, f"is invalid: {problems[0].pointer or '/'} {problems[0].message}")
+    owned = {REPO_FILE}
+    repo_meta = _json(tree, REPO_FILE, where)
+    problems = validate_repo_meta(repo_meta, REPO_FILE) if isinstance(repo_meta, dict) else None
+    if problems is None or problems:
+        why = f"{problems[0].pointer or '/'} {problems[0].message}" if problems else "not a JSON object"
+        raise _entry(where, REPO_FILE, f"is invalid: {why}")
     if repo_meta.get("name") != manifest["repo"] or repo_meta.get("layout", "kind/name/version") != "kind/name/version":
         raise _entry(where, REPO_FILE, f"must name the repository {manifest['repo']!r} with the default layout")
     excluded = {}
@@ -396,7 +494,9 @@ def _check_contents(tmp: Path, manifest: dict, listed: dict, where: str) -> None
     for comp in manifest["components"]:
         cpath = comp["path"]
         name = f"{cpath}/meta.json"
-        meta = _json(tmp / name, name, where)
+        meta = _json(tree, name, where)
+        if not isinstance(meta, dict):
+            raise _entry(where, name, "is invalid: / expected a JSON object")
         problems = validate(meta, name)
         if problems:
             raise _entry(where, name, f"is invalid: {problems[0].pointer or '/'} {problems[0].message}")
@@ -407,40 +507,72 @@ def _check_contents(tmp: Path, manifest: dict, listed: dict, where: str) -> None
             raise _entry(where, name, f"is {ref} uid {meta.get('uid')}, {MANIFEST} says {comp['ref']} uid {comp.get('uid')}")
         if comp.get("sha256") and comp["sha256"] != component_sha256(meta):
             raise _entry(where, name, f"does not match the component sha256 in {MANIFEST}")
+        owned.add(name)
         for rel, sha in sorted((meta.get("files") or {}).items()):
             arc = f"{cpath}/{rel}"
             if arc in listed:
                 if listed[arc]["sha256"] != sha:
                     raise _entry(where, arc, f"has sha256 {listed[arc]['sha256'][:12]}... in {MANIFEST}, but {ref} lists {str(sha)[:12]}...")
+                owned.add(arc)
             elif rel not in excluded.get(ref, ()):
                 raise _entry(where, arc, f"is missing: {ref} lists it, and {MANIFEST} does not say it was left out")
     if manifest.get("lock"):
-        from ..resolve.lock import load_lock
-
-        try:
-            load_lock(tmp / LOCK_FILE)
-        except CRError as exc:
-            raise _entry(where, LOCK_FILE, f"is not a valid lock ({exc.message.split(': ', 1)[-1]})") from None
+        lock = _json(tree, LOCK_FILE, where)
+        if not isinstance(lock, dict) or lock.get("format") != LOCK_FORMAT or not isinstance(lock.get("software"), list):
+            raise _entry(where, LOCK_FILE, f"is not a valid lock (not a reefkit lock of format {LOCK_FORMAT})")
+        owned.add(LOCK_FILE)
     for name in manifest.get("results", []):
         if name not in listed:
             raise _refuse(where, f"{MANIFEST} names the result {name!r}, which the archive does not hold")
-        if not isinstance(_json(tmp / name, name, where), dict):
+        record = _json(tree, name, where, constants=True)
+        if not isinstance(record, dict):
             raise _entry(where, name, "is not a result record (a JSON object)")
+        owned.add(name)
+        raw = record.get("raw") if isinstance(record.get("raw"), dict) else {}
+        side = raw.get("latencies_ns_file")
+        if side is None:
+            continue
+        arc = f"{RESULTS_DIR}/{side}" if isinstance(side, str) else None
+        if arc is None or "/" in side or unsafe_name(arc) or arc not in listed:
+            raise _entry(where, name, f"keeps its latencies in {str(side)[:80]!r}, which the archive does not hold")
+        if is_sha256(raw.get("sha256")) and raw["sha256"] != listed[arc]["sha256"]:
+            raise _entry(where, arc, f"has sha256 {listed[arc]['sha256'][:12]}... in {MANIFEST}, but {name} lists {raw['sha256'][:12]}...")
+        owned.add(arc)
+    for name in sorted(listed):
+        if name not in owned:
+            raise _entry(where, name, f"belongs to nothing in the archive: {_unowned(name, manifest)}")
 
 
-def _json(path: Path, name: str, where: str):
+def _unowned(name: str, manifest: dict) -> str:
+    """Why a file is nobody's (what would have made it belong)."""
+    if name == LOCK_FILE:
+        return f"{MANIFEST} names no lock (its /lock is null)"
+    if name.startswith(f"{RESULTS_DIR}/"):
+        if name.endswith(".json"):
+            return f"{MANIFEST} /results does not name it"
+        return f"it is not the latencies file of any result in {MANIFEST} /results"
+    for comp in manifest.get("components", []):
+        if name.startswith(f"{comp['path']}/"):
+            return f"the meta of {comp['ref']} does not list it in its files"
+    return "no component's meta lists it in its files"
+
+
+def _json(tree: Path, name: str, where: str, constants: bool = False):
+    """An extracted member's JSON value, read with the bounded loader."""
+    from ..jsonio import InvalidJSON, read_file
+
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise _entry(where, name, "is missing") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _entry(where, name, f"is not valid JSON ({exc})") from None
+        data = read_file(tree.joinpath(*name.split("/")), where=name)
+    except InvalidJSON as exc:
+        raise _entry(where, name, "is missing or unreadable" + (f" ({exc.message.split(': ', 1)[-1]})" if ": " in exc.message else "")) from None
+    return parse_json(data, where, name, _UNSAFE_HINT, constants=constants, label=f"entry {name!r}")
 
 
 # -- 4. making it visible -----------------------------------------------------------------
 
-def _commit(tmp: Path, target: Path, state: str) -> bool:
-    """Rename tmp to target (replacing an earlier archive there); True when one was replaced."""
+def _commit(tree: Path, target: Path, state: str, work: Path) -> bool:
+    """Rename tree to target (replacing an earlier archive there, moved into work first);
+    True when one was replaced."""
     if state == "empty":
         try:
             target.rmdir()
@@ -448,20 +580,18 @@ def _commit(tmp: Path, target: Path, state: str) -> bool:
             pass
     if state != "archive":
         try:
-            os.rename(tmp, target)
+            os.rename(tree, target)
         except OSError as exc:
             raise CRError(f"cannot move the unpacked archive to {target} ({exc.strerror or exc})",
                           hint="another cr unpack may have created it meanwhile: run the command again") from None
         return False
-    old = _new_dir(target.parent, f".{target.name}.old-")
-    os.rename(target, old / "x")
+    old = work / "old"
+    os.rename(target, old)
     try:
-        os.rename(tmp, target)
+        os.rename(tree, target)
     except BaseException:
-        os.rename(old / "x", target)
-        shutil.rmtree(old, ignore_errors=True)
+        os.rename(old, target)
         raise
-    shutil.rmtree(old, ignore_errors=True)
     return True
 
 

@@ -7,6 +7,13 @@ from . import output
 from .options import BackendOption, backend_options
 
 
+def _diff(pair: dict) -> str:
+    """A parity pair's max abs difference, or why there is none."""
+    if pair.get("max_abs_diff") is None:
+        return f"output shapes differ (samples {', '.join(map(str, pair.get('shape_mismatch') or []))})"
+    return f"{pair['max_abs_diff']:.3g}"
+
+
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.4f} ms"
 
@@ -56,7 +63,35 @@ def _target_options(f):
     return f
 
 
-def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, common: dict) -> None:
+def _kept(call):
+    """(what call returns, None), or, when the results store did not take a record,
+    (the records it carries: one, or a list for a solution, NotStored): the result is shown
+    first, then the command fails naming the file the record was kept in."""
+    from ..run.actions import NotStored
+
+    try:
+        return call(), None
+    except NotStored as exc:
+        return exc.records, exc
+
+
+def _conclude(not_stored, *checks) -> None:
+    """Run each check (each raises CRError for a failure the user must see); the first one
+    that fails is the Error, and a record not stored is then a warning; else NotStored is."""
+    from ..errors import CRError
+
+    for check in checks:
+        try:
+            check()
+        except CRError:
+            if not_stored is not None:
+                output.warn(not_stored.message + (f" ({not_stored.hint})" if not_stored.hint else ""))
+            raise
+    if not_stored is not None:
+        raise not_stored
+
+
+def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, common: dict, lock=None) -> None:
     """A solution's declared actions (all, or only one kind): one table, every result stored."""
     from ..run import solution
     from ..errors import CRError
@@ -64,19 +99,22 @@ def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, 
     from .solution import SOLUTION_HEADERS, solution_rows
 
     overrides = {k: {p: v for p, v in params.items() if v is not None} for k, params in overrides.items()}
-    records = solution.run_declared(ref, only=only, overrides=overrides, store=store, output_dir=out, **common)
+    records, not_stored = _kept(lambda: solution.run_declared(ref, only=only, overrides=overrides, store=store,
+                                                              output_dir=out, lock=lock, **common))
     if as_json:
         output.emit_json([to_json(r) for r in records])
     else:
         output.table(SOLUTION_HEADERS, solution_rows(records), title=f"{records[0]['components'][0]['ref']} on {records[0]['backend']['name']}")
     if out:
         click.echo(f"results: {out}/", err=True)
-    failed = [r for r in records if r["status"] != "ok"]
-    if failed:
-        error = failed[0].get("error") or {}
-        raise CRError(f"{failed[0]['action']} failed: {error.get('message')}", hint=error.get("hint"))
-    for r in records:
-        _check_tolerance(r.get("validation") or {})
+
+    def runs_ok():
+        failed = [r for r in records if r["status"] != "ok"]
+        if failed:
+            error = failed[0].get("error") or {}
+            raise CRError(f"{failed[0]['action']} failed: {error.get('message')}", hint=error.get("hint"))
+
+    _conclude(not_stored, runs_ok, *[lambda r=r: _check_tolerance(r.get("validation") or {}) for r in records])
 
 
 def _check_tolerance(validation: dict) -> None:
@@ -90,8 +128,8 @@ def _check_tolerance(validation: dict) -> None:
                   hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions against the model's")
 
 
-def _finish(record: dict, out, as_json: bool, table=None) -> None:
-    from ..errors import CRError
+def _show(record: dict, out, as_json: bool, table=None) -> None:
+    """The result as JSON or (when it succeeded) as the table; the -o file named."""
     from ..results.record import to_json
 
     if as_json:
@@ -100,9 +138,25 @@ def _finish(record: dict, out, as_json: bool, table=None) -> None:
         table()
     if out:
         click.echo(f"result: {out}", err=True)
+
+
+def _status(record: dict) -> None:
+    """CRError for a run that failed."""
+    from ..errors import CRError
+
     if record["status"] != "ok":
         error = record.get("error") or {}
         raise CRError(error.get("message", f"the {record['action']} failed"), hint=error.get("hint"))
+
+
+def _finish(record: dict, out, as_json: bool, table=None, not_stored=None) -> None:
+    _show(record, out, as_json, table)
+    _conclude(not_stored, lambda: _status(record))
+
+
+def _one(result):
+    """A record from _kept()'s first value (NotStored carries a list)."""
+    return result[0] if isinstance(result, list) else result
 
 
 @click.command()
@@ -134,13 +188,18 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     ref = parse_ref_words(ref)
     common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
     if ref.kind == "solution":
-        _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common)
+        _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common, lock=lock_file)
         return
-    record = run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store, **common)
+    record, not_stored = _kept(lambda: run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store, **common))
+    record = _one(record)
     title = f"{record['components'][0]['ref']} on {record['backend']['name']}"
-    _finish(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
-    if record["metrics"] and record["metrics"]["validity"] != "VALID":
-        output.warn("INVALID run: " + "; ".join(record["metrics"]["invalid_reasons"]))
+    _show(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
+
+    def invalid():
+        if record["metrics"] and record["metrics"]["validity"] != "VALID":
+            output.warn("INVALID run: " + "; ".join(record["metrics"]["invalid_reasons"]))
+
+    _conclude(not_stored, lambda: _status(record), invalid)
 
 
 @click.command("run")
@@ -168,13 +227,16 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
     if ref.kind == "solution":
         from ..run import solution
 
-        record = solution.run_declared(str(ref), only="run", overrides={"run": params}, store=store, **common)[0]
+        records, not_stored = _kept(lambda: solution.run_declared(str(ref), only="run", overrides={"run": params}, store=store,
+                                                                  lock=lock_file, **common))
+        record = records[0]
         if out:
             from ..results.record import write
 
             write(record, out)
     else:
-        record = run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store, **common)
+        record, not_stored = _kept(lambda: run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store, **common))
+        record = _one(record)
 
     def table():
         rows = []
@@ -186,7 +248,7 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
             rows.append([p["id"], "" if p.get("label") is None else p["label"], shown])
         output.table(["SAMPLE", "LABEL", "PREDICTION"], rows, title=f"{record['components'][0]['ref']} on {record['backend']['name']}")
 
-    _finish(record, out, as_json, table)
+    _finish(record, out, as_json, table, not_stored)
 
 
 @click.command()
@@ -213,7 +275,8 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
     ref = str(parsed)
     if parsed.kind == "solution" and not parity:
         _solution(ref, "validate", {"validate": params}, out, as_json, store,
-                  dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split))
+                  dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split),
+                  lock=lock_file)
         return
     common = dict(backend_options=backend_options(options), variant=variant, dataset=dataset, split=split,
                   lock=lock_file, output=out)
@@ -223,7 +286,7 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         p = record.get("parity") or {}
 
         def table():
-            rows = [[" vs ".join(x["backends"]), x["samples"], f"{x['max_abs_diff']:.3g}", f"{x['top1_agreement']:.4f}",
+            rows = [[" vs ".join(x["backends"]), x["samples"], _diff(x), f"{x['top1_agreement']:.4f}",
                      "ok" if x["ok"] else "DIVERGES"] for x in p.get("pairs") or []]
             output.table(["BACKENDS", "SAMPLES", "MAX ABS DIFF", "TOP-1 AGREEMENT", ""], rows,
                          title=f"parity of {record['components'][0]['ref']} (tolerance {p.get('tolerance', 0):g})")
@@ -231,11 +294,12 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         _finish(record, out, as_json, table)
         if p.get("outcome") != "PASS":
             bad = [x for x in p.get("pairs") or [] if not x["ok"]]
-            detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {x['max_abs_diff']:.3g}, top-1 agreement {x['top1_agreement']:.4f}"
+            detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {_diff(x)}, top-1 agreement {x['top1_agreement']:.4f}"
                                + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return
-    record = run_validate(ref, backend=backend, params=params, store=store, **common)
+    record, not_stored = _kept(lambda: run_validate(ref, backend=backend, params=params, store=store, **common))
+    record = _one(record)
     v = record.get("validation") or {}
 
     def table():
@@ -247,5 +311,5 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         rows.append(["pipeline sha256", (record.get("pipeline") or {}).get("sha256", "")[:16]])
         output.table(["METRIC", "VALUE"], rows, title=f"{record['components'][0]['ref']} ({(record.get('pipeline') or {}).get('variant')}) on {record['backend']['name']}")
 
-    _finish(record, out, as_json, table)
-    _check_tolerance(v)
+    _show(record, out, as_json, table)
+    _conclude(not_stored, lambda: _status(record), lambda: _check_tolerance(v))

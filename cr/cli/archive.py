@@ -89,8 +89,9 @@ def pack(ref, out_path, lock_file, results, no_results, as_json):
 @click.option("--max-total-size", metavar="SIZE", help="Largest unpacked total allowed (default 8GiB).")
 @click.option("--max-entries", type=int, metavar="N", help="Most files allowed (default 100000).")
 @click.option("--max-ratio", type=float, metavar="R", help="Highest compression ratio allowed for files of 1 MiB or more (default 200).")
+@click.option("--max-total-ratio", type=float, metavar="R", help="Highest compression ratio allowed for the whole archive, once it unpacks to 1 MiB or more (default 200).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def unpack(file, into, force, max_entry_size, max_total_size, max_entries, max_ratio, as_json):
+def unpack(file, into, force, max_entry_size, max_total_size, max_entries, max_ratio, max_total_ratio, as_json):
     """Verify FILE (a NAME-VERSION.cr.zip) completely, unpack it and register it as a repository."""
     from ..archive import unpack as run_unpack
     from ..archive.limits import DEFAULT, human, parse_size
@@ -100,6 +101,7 @@ def unpack(file, into, force, max_entry_size, max_total_size, max_entries, max_r
         max_total_bytes=parse_size(max_total_size) if max_total_size else None,
         max_entries=max_entries,
         max_ratio=max_ratio,
+        max_total_ratio=max_total_ratio,
     )
     info = run_unpack(file, target_repo_dir=into, limits=limits, force=force)
     if as_json:

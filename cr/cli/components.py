@@ -36,13 +36,18 @@ def find(kind, tags, version, repo, name, as_json):
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
 @click.option("--no-verify", is_flag=True, help="Skip checksum verification of the component's files.")
+@click.option("--repo", metavar="NAME", help="Show the copy in this repository (e.g. an unpacked archive's, to review it).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show(ref, no_verify, as_json):
+def show(ref, no_verify, repo, as_json):
     """Show a component: REF as kind:name[@spec] or KIND NAME[@spec]."""
     from ..api import show as api_show
+    from ..errors import NotFound
     from ..store.refs import parse_ref_words
 
-    info = api_show(parse_ref_words(ref), verify=not no_verify)
+    parsed = parse_ref_words(ref)
+    info = api_show(parsed, verify=not no_verify, prefer_repo=repo)
+    if repo is not None and info["repo"] != repo:
+        raise NotFound(f"repository {repo!r} holds no {parsed}", hint=f"cr find {parsed.kind} --repo {repo} lists what it holds")
     if as_json:
         output.emit_json(info)
         return

@@ -101,18 +101,25 @@ def open_(out, no_browser):
 @click.option("--site", type=click.Path(file_okay=False), metavar="DIR", help="Where the site is built (default: CR_HOME/dashboard).")
 @click.option("--max-bytes", type=click.IntRange(min=1024), default=64 * 1024 * 1024, show_default=True,
               help="Largest upload accepted, in bytes.")
+@click.option("--max-uploads", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Uploads read and stored at once (their sizes together at most --max-bytes); others wait, then get 503.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds a request's headers, a pause in its body, or an idle connection may take.")
 @click.option("--quiet-log", is_flag=True, help="Do not log requests.")
-def serve(host, port, token_file, results, site, max_bytes, quiet_log):
+def serve(host, port, token_file, results, site, max_bytes, max_uploads, timeout_s, quiet_log):
     """Serve the dashboard over HTTP and accept authenticated result uploads.
 
     POST /api/results with Authorization: Bearer TOKEN stores records (one, or a JSON list)
-    in --results and rebuilds the site; cr publish --url uploads this way. Standard library
-    http.server: put it behind a TLS reverse proxy on a public network.
+    in --results and rebuilds the site; cr publish --url uploads this way. Uploads are
+    bounded in number, bytes and time (--max-uploads, --max-bytes, --timeout). Standard
+    library http.server: put it behind a TLS reverse proxy on a public network.
     """
-    from ..dashboard.server import make_server
+    from ..dashboard.server import make_server, return_freed_buffers
 
+    return_freed_buffers()  # this process only serves: its memory follows what uploads hold
     server = make_server(host, port, site=site or _default("dashboard"), results=results or _default("results"),
-                         token_file=token_file, max_bytes=max_bytes, quiet=quiet_log)
+                         token_file=token_file, max_bytes=max_bytes, quiet=quiet_log, max_uploads=max_uploads,
+                         timeout_s=timeout_s)
     bound_host, bound_port = server.server_address[:2]
     shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
     click.echo(f"serving {server.site} on http://{shown}:{bound_port}/ (uploads "

@@ -37,3 +37,31 @@ class BackendOption(click.Option):
                 names = "see cr.backends entry points"
             self.help = self.help.replace("{backends}", names)
         return super().get_help_record(ctx)
+
+
+def trust_option(f):
+    """--trust: consent to what comes from repositories you have not trusted (docs/security.md)."""
+    return click.option(
+        "--trust", is_flag=True,
+        help="Let what this needs from untrusted repositories (an archive's recipes, a pulled repo's "
+             "net.py, ...) run: it is listed first, then the repositories are marked trusted.")(f)
+
+
+def with_consent(call, trust: bool, as_json: bool = False):
+    """call(trust); on a terminal, an Untrusted refusal lists exactly what would run and asks
+    once whether to trust it (then call(True)). Elsewhere the refusal stands: --trust says yes."""
+    import sys
+
+    from ..store.trust import Untrusted
+
+    try:
+        return call(trust)
+    except Untrusted as exc:
+        if trust or as_json or not (sys.stdin.isatty() and sys.stderr.isatty()):
+            raise
+        click.echo("This needs code from repositories you have not trusted; it would run:", err=True)
+        for item in exc.items:
+            click.echo(f"  {item.line()}", err=True)
+        if not click.confirm(f"Trust {', '.join(exc.repos)} and go on?", default=False, err=True):
+            raise
+        return call(True)

@@ -22,7 +22,8 @@ def list_(as_json):
         output.emit_json(repos)
         return
     rows = [
-        [r["rank"], r["name"], r["origin"] + (" (missing)" if not r["exists"] else ""), r["components"], r["url"] or r["path"]]
+        [r["rank"], r["name"], r["origin"] + (" (missing)" if not r["exists"] else "") + ("" if r["trusted"] else " (untrusted)"),
+         r["components"], r["url"] or r["path"]]
         for r in repos
     ]
     output.table(["#", "NAME", "ORIGIN", "COMPONENTS", "LOCATION"], rows)
@@ -55,14 +56,76 @@ def init(path, name, no_register):
 @repo.command()
 @click.argument("url")
 @click.option("--ref", help="Branch, tag or commit to check out.")
+@click.option("--trust", is_flag=True, help="Trust it now: what it would run is listed, then allowed (default: untrusted).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def pull(url, ref, as_json):
-    """Clone a git repository of components and register it."""
+def pull(url, ref, trust, as_json):
+    """Clone a git repository of components and register it (untrusted unless --trust).
+
+    Its data can be used at once; what it would run (install scripts and methods,
+    executable probes, Python files, loaders, action entries) is listed, and takes effect
+    only once you trust it (--trust here, or cr repo trust NAME after a review).
+    """
     from ..api import repo_pull
+    from ..resolve.plan import repo_review
+    from ..store import trust as trust_mod
     from ..store.repository import repo_descriptor
 
     r = repo_pull(url, ref=ref)
-    output.emit_json(repo_descriptor(r)) if as_json else click.echo(f"registered {r.name}: {r.path}")
+    items = repo_review(r.name)
+    if trust:
+        trust_mod.trust_repos([r.name])
+    if as_json:
+        output.emit_json({**repo_descriptor(r), "trusted": trust, "would_run": [i.to_dict() for i in items]})
+        return
+    click.echo(f"registered {r.name}: {r.path}" + ("" if trust else " (untrusted)"))
+    _show_items(r.name, items, trusted=trust)
+
+
+def _show_items(name: str, items: list, trusted: bool) -> None:
+    if not items:
+        click.echo(f"{name} holds nothing that runs code (data only)", err=True)
+        return
+    click.echo(f"{name} holds {len(items)} thing(s) that run code:", err=True)
+    for item in items[:20]:
+        click.echo(f"  {item.line()}", err=True)
+    if len(items) > 20:
+        click.echo(f"  ... and {len(items) - 20} more (cr repo trust {name} --dry-run lists them all)", err=True)
+    if not trusted:
+        click.echo(f"they run only once you trust it: review them, then cr repo trust {name}", err=True)
+
+
+@repo.command("trust")
+@click.argument("name")
+@click.option("--dry-run", is_flag=True, help="Only list what it would run.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def trust_(name, dry_run, as_json):
+    """Trust a registered repository: what it holds may run code (see docs/security.md)."""
+    from ..resolve.plan import repo_review
+    from ..store import trust as trust_mod
+    from ..store.catalog import repo_list
+
+    if not any(r["name"] == name for r in repo_list()):
+        from ..errors import RepoError
+
+        raise RepoError(f"no repository named {name!r}", hint="cr repo list shows the registered ones")
+    items = repo_review(name)
+    changed = [] if dry_run else trust_mod.trust_repos([name])
+    if as_json:
+        output.emit_json({"name": name, "trusted": not dry_run, "changed": bool(changed), "would_run": [i.to_dict() for i in items]})
+        return
+    if not dry_run:
+        click.echo(f"trusted {name}" if changed else f"{name} was already trusted")
+    _show_items(name, items, trusted=not dry_run)
+
+
+@repo.command("untrust")
+@click.argument("name")
+def untrust(name):
+    """Take trust back: nothing in NAME runs code again until you trust it."""
+    from ..store import registry
+
+    registry.set_trusted(name, False)
+    click.echo(f"{name} is not trusted")
 
 
 @repo.command()

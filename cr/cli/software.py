@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
+from .options import trust_option, with_consent
 
 
 def _software_names(words: tuple[str, ...]) -> list[str]:
@@ -42,12 +43,12 @@ def detect(names, python, timeout, as_json):
 @click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Install what this lock lists as missing, exactly as it recorded it (method, packages, version).")
 @click.option("--offline", is_flag=True, help="Never use the network; fail saying what is missing.")
+@trust_option
 @click.option("--python", "python", metavar="PATH", help="Install Python packages for this interpreter (default: the one running cr).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def install(target, lock_file, offline, python, as_json):
+def install(target, lock_file, offline, python, trust, as_json):
     """Install software into CR_HOME: cr install software NAME[@SPEC], everything a component
     such as a solution needs: cr install solution:NAME, or what a lock lists: cr install --lock FILE."""
-    from ..software.install import install as run_install
     from ..store.refs import parse_ref_words
 
     words = list(target)
@@ -60,7 +61,8 @@ def install(target, lock_file, offline, python, as_json):
         # Any other component (or a lock): install what its lock lists as missing.
         from ..resolve.plan import install_missing
 
-        result = install_missing(lock_file or str(ref), python=python, offline=offline)
+        result = with_consent(lambda trusted: install_missing(lock_file or str(ref), python=python, offline=offline,
+                                                              trust=trusted), trust, as_json)
         if as_json:
             output.emit_json(result)
             return
@@ -69,11 +71,28 @@ def install(target, lock_file, offline, python, as_json):
         if not result["installed"]:
             click.echo(f"everything {result['lock']['root']} needs is already here", err=True)
         return
-    env = run_install(ref.name, ref.spec, offline=offline, interpreter=python)
+    env = with_consent(lambda trusted: _install_software(ref, offline, python, trusted), trust, as_json)
     if as_json:
         output.emit_json(env.to_dict())
     else:
         click.echo(f"{env.name} {env.version} ({env.origin}, {env.source}): {env.prefix or env.location}")
+
+
+def _install_software(ref, offline: bool, python, trust: bool):
+    """cr install software NAME: with trust, an untrusted recipe's repository is trusted first."""
+    from ..software.install import install as run_install
+
+    if trust:
+        from ..events import reporter
+        from ..software.recipe import load_recipe
+        from ..store import trust as trust_mod
+
+        recipe = load_recipe(ref.name)
+        if not recipe.trusted:
+            for item in trust_mod.recipe_items(recipe):
+                reporter().info(f"  {item.line()}")
+            trust_mod.trust_repos([recipe.repo])
+    return run_install(ref.name, ref.spec, offline=offline, interpreter=python)
 
 
 @click.group("env")

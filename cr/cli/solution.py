@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
-from .options import BackendOption
+from .options import BackendOption, trust_option, with_consent
 
 
 def solution_rows(records: list[dict]) -> list[list]:
@@ -39,8 +39,9 @@ SOLUTION_HEADERS = ["ACTION", "SCENARIO", "VARIANT", "P50", "P99", "THROUGHPUT",
 @click.option("--version", "version", default="1.0.0", show_default=True, help="New solution: its version.")
 @click.option("--repo", help="New solution: the repository to create it in (default: local).")
 @click.option("--offline", is_flag=True, help="Install nothing that needs the network.")
+@trust_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def init(kind, source, model, dataset, backend, variant, options, scenario, version, repo, offline, as_json):
+def init(kind, source, model, dataset, backend, variant, options, scenario, version, repo, offline, trust, as_json):
     """Create a solution, or make one ready here: cr init solution NAME|ARCHIVE|GIT-URL.
 
     With --model and --backend, creates solution NAME in your local repo. Otherwise it
@@ -62,7 +63,7 @@ def init(kind, source, model, dataset, backend, variant, options, scenario, vers
             click.echo(f"created {created['ref']} at {created['meta_path']}")
             click.echo(f"next: cr init solution {created['name']} && cr benchmark solution {created['name']}")
         return
-    report = solution.init(source, offline=offline)
+    report = with_consent(lambda trusted: solution.init(source, offline=offline, trust=trusted), trust, as_json)
     if as_json:
         output.emit_json(report)
         return
@@ -79,8 +80,9 @@ def init(kind, source, model, dataset, backend, variant, options, scenario, vers
 @click.command()
 @click.argument("source")
 @click.option("--offline", is_flag=True, help="Install nothing that needs the network.")
+@trust_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def reproduce(source, offline, as_json):
+def reproduce(source, offline, trust, as_json):
     """Reproduce a solution: cr reproduce ARCHIVE|solution:NAME.
 
     Runs init, then every declared action, then compares with the reference results the
@@ -91,7 +93,7 @@ def reproduce(source, offline, as_json):
     from ..run.reproduce import reproduce as run_reproduce
     from ..errors import CRError
 
-    report = run_reproduce(source, offline=offline)
+    report = with_consent(lambda trusted: run_reproduce(source, offline=offline, trust=trusted), trust, as_json)
     if as_json:
         output.emit_json(report)
     else:
@@ -115,6 +117,8 @@ def reproduce(source, offline, as_json):
         click.echo(f"reference machine: {plats['reference'] or 'none (checked against the declared expectations)'}")
         click.echo(f"this machine:      {plats['here']}")
         click.echo(f"outcome: {report['outcome']}")
+    if report.get("not_stored") and report["outcome"] == "PASS":
+        raise CRError(report["not_stored"]["message"], hint=report["not_stored"]["hint"])
     if report["outcome"] != "PASS":
         causes = report["likely_causes"] + [f"{f['action']} failed: {f['error']}" for f in report["failed_runs"]]
         raise CRError(f"reproduction of {report['solution']}: {report['outcome']}"

@@ -16,6 +16,16 @@ does (and a site of 3,000 files publishes faster than one of 100,000), while a b
 still small enough to load in a few milliseconds. The output is deterministic: the same
 records give the same bytes. A rebuild rewrites only the bundles whose record files
 changed (size and mtime, kept in .cr-dashboard/) and the index.
+
+A build survives being killed and being run twice at once. Its first write into a new
+folder is the marker .cr-dashboard.json (saying "not complete"), so a folder left by a
+killed build is still recognised as cr's, and the next build into it reads everything
+again; the marker says "complete" only once everything else is written. While a build
+writes, it holds an exclusive lock on .cr-dashboard/build.lock (flock: the kernel drops
+it when the process dies, so a killed build never leaves it held); a second build into
+the same folder waits for it, then builds. Worker processes end with the build (see
+_worker_init). Every temporary file of a build is inside the folder (``*.<pid>.tmp``
+beside its target) and the next build sweeps those a killed one left.
 """
 from __future__ import annotations
 
@@ -36,6 +46,7 @@ from .leaderboard import Leaderboard
 CACHE_FORMAT = 2
 CACHE_FILE = ".cr-dashboard.json"  # marks a folder as a dashboard cr built, and what it copied there
 STATE_DIR = ".cr-dashboard"  # <bundle>.json: the files of each bundle at the last build
+LOCK_FILE = "build.lock"  # in STATE_DIR: held by the build writing into the folder
 BUNDLE_SIZE = 32  # record files per detail file, on average
 PARALLEL_MIN = 2000  # below this many files to read, worker processes cost more than they save
 JOB_FILES = 512  # record files per worker task
@@ -86,21 +97,39 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
     out = Path(out_dir).expanduser().absolute()
     _check_out_dir(out)
     found = _scan(results, skip_dir=out)  # before anything is written: a bad --results leaves out untouched
-    results_dir, state_dir = out / "data" / "results", out / STATE_DIR
-    results_dir.mkdir(parents=True, exist_ok=True)
-    state_dir.mkdir(exist_ok=True)
-
     phases = {"scan": time.perf_counter() - started}
-    count = _bundle_count(len(found))
+    lock = _claim(out)
+    try:
+        if lock.waited:  # what was added while the other build ran is part of this one
+            found = _scan(results, skip_dir=out)
+        phases["wait"] = time.perf_counter() - started - sum(phases.values())
+        return _build_locked(out, found, workers, incremental, lock, started, phases)
+    finally:
+        lock.release()
+
+
+def _build_locked(out: Path, found: list, workers: int | None, incremental: bool, lock: "_Lock", started: float,
+                  phases: dict) -> BuildInfo:
+    """The build proper, under the folder's lock."""
+    results_dir, state_dir = out / "data" / "results", out / STATE_DIR
     previous = _load_meta(out)
+    if previous.get("complete") is not True:
+        incremental = False  # the last build into out was killed or failed: its state is not to be trusted
+    # Until the end, the folder is "a dashboard whose last build did not complete".
+    _write_if_changed(out / CACHE_FILE, _marker(False, None, previous.get("static") or []))
+    results_dir.mkdir(parents=True, exist_ok=True)
+    count = _bundle_count(len(found))
     by_bundle: dict[str, list] = {}
     for item in found:
         by_bundle.setdefault(_bundle_of(item[1], count), []).append(item)
 
     # A bundle is read again when any of its files is new, changed or gone, or its detail
     # file is missing; the state of the others comes from state_dir/<bundle>.json.
-    existing = {n[:-3] for n in os.listdir(results_dir) if n.endswith(".js")}
-    states = {n[:-5] for n in os.listdir(state_dir) if n.endswith(".json")}
+    # Temp files here are a killed build's (no other build writes while we hold the lock).
+    listed = {results_dir: _listing(results_dir), state_dir: _listing(state_dir)}
+    existing = {n[:-3] for n in listed[results_dir] if n.endswith(".js")}
+    states = {n[:-5] for n in listed[state_dir] if n.endswith(".json")}
+    _sweep_temp_files(out, listed)
     reuse = incremental and previous.get("bundles") == count
     entries, jobs = {}, []
     for bundle, items in sorted(by_bundle.items()):
@@ -118,26 +147,29 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
     # per-record work here overlaps the workers'. Of two records with one uid, the first in
     # that order is shown.
     board, first_path, shown = Leaderboard(), {}, 0
-    read = iter(_run(jobs, str(results_dir), str(state_dir), workers))
-    dirty = {bundle for bundle, _ in jobs}
-    for bundle in sorted(by_bundle):
-        items = by_bundle[bundle]
-        if bundle in dirty:
-            outcomes = next(read)
-            for (path, _name, mtime_ns, size), (summary, why) in zip(items, outcomes):
-                entries[path] = [mtime_ns, size, summary, why]
-        for path, _name, _, _ in items:
-            summary, why = entries[path][2], entries[path][3]
-            if summary is None:
-                reporter().warning(f"{path}: skipped, {why}")
-                continue
-            uid = summary[0]
-            if uid in first_path:
-                reporter().warning(f"{path}: skipped, its uid {uid} is already used by {first_path[uid]}")
-                continue
-            first_path[uid] = path
-            board.add(summary)
-            shown += 1
+    read = _run(jobs, str(results_dir), str(state_dir), workers, lock.fd)
+    try:
+        dirty = {bundle for bundle, _ in jobs}
+        for bundle in sorted(by_bundle):
+            items = by_bundle[bundle]
+            if bundle in dirty:
+                outcomes = next(read)
+                for (path, _name, mtime_ns, size), (summary, why) in zip(items, outcomes):
+                    entries[path] = [mtime_ns, size, summary, why]
+            for path, _name, _, _ in items:
+                summary, why = entries[path][2], entries[path][3]
+                if summary is None:
+                    reporter().warning(f"{path}: skipped, {why}")
+                    continue
+                uid = summary[0]
+                if uid in first_path:
+                    reporter().warning(f"{path}: skipped, its uid {uid} is already used by {first_path[uid]}")
+                    continue
+                first_path[uid] = path
+                board.add(summary)
+                shown += 1
+    finally:
+        read.close()  # on an error or Ctrl-C here: the workers are stopped now, not when the generator is collected
     phases["read"] = time.perf_counter() - started - sum(phases.values())
 
     # detail and state files of bundles whose files are gone, or numbered for another bundle count
@@ -156,9 +188,7 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
     _write_if_changed(out / "data" / "index.js", _script("CR_DATA_INDEX", index))
     _write_if_changed(out / "data" / "runs.js", _script("CR_DATA_RUNS", runs))
     static = _copy_sources(out, previous.get("static") or [])
-    _write_if_changed(out / CACHE_FILE, json.dumps(
-        {"format": CACHE_FORMAT, "note": "what cr dashboard build wrote here (state of each bundle in .cr-dashboard/); safe to delete",
-         "bundles": count, "static": static}, indent=1).encode("utf-8"))
+    _write_if_changed(out / CACHE_FILE, _marker(True, count, static))  # last: everything before it is written
     phases["write"] = time.perf_counter() - started - sum(phases.values())
     processed = sum(len(items) for _, items in jobs)
     return BuildInfo(
@@ -167,6 +197,109 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
         processed=processed, reused=len(found) - processed, bundles=len(live), workers=workers,
         seconds=round(time.perf_counter() - started, 3), phases={k: round(v, 3) for k, v in phases.items()},
     )
+
+
+def _marker(complete: bool, bundles: int | None, static: list[str]) -> bytes:
+    """The text of .cr-dashboard.json. complete: the build that wrote it finished (until then,
+    the next build does not trust the state it finds)."""
+    meta = {"format": CACHE_FORMAT,
+            "note": "what cr dashboard build wrote here (state of each bundle in .cr-dashboard/); safe to delete",
+            "complete": complete}
+    if bundles is not None:
+        meta["bundles"] = bundles
+    meta["static"] = static
+    return json.dumps(meta, indent=1).encode("utf-8")
+
+
+class _Lock:
+    """The exclusive lock of one build on its output folder (see _claim)."""
+
+    def __init__(self, fd: int | None, release, waited: bool) -> None:
+        self.fd = fd  # the descriptor holding the flock (None with filelock): worker processes close their copy
+        self.release = release
+        self.waited = waited
+
+
+def _claim(out: Path) -> _Lock:
+    """Make out a dashboard folder cr recognises, then take its lock (waiting for another build).
+
+    The marker comes first: created only when missing (O_EXCL, so a build that got there
+    first keeps its own), it makes a folder that a build killed at any later point left
+    behind still cr's. The lock is flock(2) on STATE_DIR/LOCK_FILE, which the kernel
+    releases when the holder dies, so it never outlives a killed build; the file stays
+    (removing it would let a third build lock a new file while a second holds the old one).
+    filelock does the same where fcntl is missing (Windows); it is not used on POSIX
+    because importing it costs ~25 ms, a tenth of a small build.
+    """
+    marker, lock_path = out / CACHE_FILE, out / STATE_DIR / LOCK_FILE
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                os.write(fd, _marker(False, None, []))
+            finally:
+                os.close(fd)
+        lock_path.parent.mkdir(exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # Windows
+            fcntl = None
+        if fcntl is None:
+            from filelock import FileLock, Timeout
+
+            lock = FileLock(str(lock_path))
+            try:
+                lock.acquire(timeout=0)
+                return _Lock(None, lock.release, False)
+            except Timeout:
+                reporter().info(f"waiting for another build of {out}")
+                lock.acquire()
+                return _Lock(None, lock.release, True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise CRError(f"cannot write {out} ({exc.strerror or exc})", hint="check free disk space and permissions of --out") from None
+    waited = False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            reporter().info(f"waiting for another build of {out}")
+            waited = True
+            fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C interrupts it
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Lock(fd, lambda: os.close(fd), waited)  # closing the descriptor releases the lock
+
+
+def _listing(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
+
+
+def _is_temp(name: str) -> bool:
+    """<name>.<pid>.tmp: a file being written by _replace or records.write_file."""
+    return name.endswith(".tmp") and name[:-4].rpartition(".")[2].isdigit()
+
+
+def _sweep_temp_files(out: Path, listed: dict) -> None:
+    """Delete the temp files a killed build left in out; listed: {folder: its names} already read.
+    Called under the lock, so no other build is writing one."""
+    for folder, names in listed.items():
+        for name in names:
+            if _is_temp(name):
+                _unlink(folder / name)
+    for folder, dirs, files in os.walk(out):
+        dirs[:] = [d for d in dirs if Path(folder, d) not in listed]
+        for name in files:
+            if _is_temp(name):
+                _unlink(Path(folder) / name)
 
 
 def _unlink(path: Path) -> None:
@@ -199,7 +332,8 @@ def _script(name: str, data) -> bytes:
 def _check_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise CRError(f"{out} is a file, not a directory", hint="choose a directory for the dashboard with --out")
-    if out.is_dir() and not (out / CACHE_FILE).is_file() and any(out.iterdir()):
+    # A folder holding nothing but cr's own state (its marker lost) is cr's too.
+    if out.is_dir() and not (out / CACHE_FILE).is_file() and any(not n.startswith(STATE_DIR) for n in os.listdir(out)):
         raise CRError(
             f"{out} is not empty and holds no dashboard built by cr ({CACHE_FILE} is missing); refusing to write into it",
             hint="choose an empty or new directory with --out",
@@ -252,9 +386,10 @@ def _workers(asked: int | None, files: int) -> int:
     return max(1, min(cpus, 8))
 
 
-def _run(jobs: list, results_dir: str, state_dir: str, workers: int):
+def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: int | None = None):
     """records.write_bundle for each (bundle, items) job; yields each bundle's outcomes in
-    job order, as soon as they are there. In worker processes when asked."""
+    job order, as soon as they are there. In worker processes when asked; lock_fd: the
+    build's lock, which forked workers must not keep."""
     # progress in bytes of record files read (the CLI shows MB)
     progress, total, done = reporter().progress, sum(i[3] for _, items in jobs for i in items), 0
     tasks, task = [], []
@@ -271,15 +406,168 @@ def _run(jobs: list, results_dir: str, state_dir: str, workers: int):
             done += sum(i[3] for _, items in task for i in items)
             progress("reading results", done, total)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(_start_method())) as pool:
-        for task, part in zip(tasks, pool.map(records.write_bundles, tasks, [results_dir] * len(tasks),
-                                              [state_dir] * len(tasks))):
-            yield from part
+    pooled = _in_workers(tasks, results_dir, state_dir, workers, lock_fd)
+    try:
+        for task, outcomes in zip(tasks, pooled):
+            yield from outcomes
             done += sum(i[3] for _, items in task for i in items)
             progress("reading results", done, total)
+    finally:
+        pooled.close()  # when this generator is closed early: stops the workers now
+
+
+def _in_workers(tasks: list, results_dir: str, state_dir: str, workers: int, lock_fd: int | None):
+    """records.write_bundles(task) for each task in worker processes; yields the outcomes in task order.
+
+    A pipe per worker. Forked workers have the task list already, so they are sent task
+    numbers, two ahead (a few bytes: the builder never blocks on a worker busy sending
+    its result); other workers are sent a task only when they wait for one. Not
+    concurrent.futures or multiprocessing.Pool, because a build must be stoppable at
+    once and must fail, not hang, when a worker dies: ProcessPoolExecutor cannot stop the
+    tasks it runs before Python 3.14 (shutdown lets them finish, and killing its
+    processes can leave its feeder thread blocked for good on a full pipe), and Pool
+    waits forever for the task of a worker that was killed. On any exception here or in
+    the caller (Ctrl-C, an error, the generator closed) the workers are killed before it
+    propagates.
+    """
+    import multiprocessing
+    from collections import deque
+    from multiprocessing.connection import wait
+
+    method = _start_method()
+    context = multiprocessing.get_context(method)
+    forked = method == "fork"
+    ahead = 2 if forked else 1
+    processes, sent, finished, queue = [], {}, {}, iter(range(len(tasks)))
+    try:
+        for _ in range(min(workers, len(tasks))):
+            here, there = context.Pipe()
+            process = context.Process(target=_worker, name="cr-dashboard-build", daemon=True, args=(
+                there, tasks if forked else None, results_dir, state_dir, os.getpid(), forked, lock_fd if forked else None))
+            process.start()
+            there.close()
+            processes.append((process, here))
+            sent[here] = deque()  # task numbers sent to that worker, oldest first (it answers in order)
+        sentinels = [p.sentinel for p, _ in processes]
+        for want in range(len(tasks)):
+            while want not in finished:
+                for conn, numbers in sent.items():
+                    while len(numbers) < ahead:
+                        number = next(queue, None)
+                        if number is None:
+                            break
+                        try:
+                            conn.send(number if forked else tasks[number])
+                        except OSError:
+                            raise _worker_died() from None
+                        numbers.append(number)
+                ready = wait([c for c, numbers in sent.items() if numbers] + sentinels)
+                answered = [c for c in ready if c in sent]
+                for conn in answered:
+                    try:
+                        ok, outcome = conn.recv()
+                    except EOFError:
+                        raise _worker_died() from None
+                    if not ok:
+                        raise outcome  # what write_bundles raised in the worker (a write error, ...)
+                    finished[sent[conn].popleft()] = outcome
+                if not answered:  # only sentinels: a worker ended, though none ends before it is told to
+                    raise _worker_died()
+            yield finished.pop(want)
+        for _, conn in processes:
+            try:
+                conn.send(None)  # done
+            except OSError:
+                pass  # it ended already; all its work is in
+        for process, _ in processes:
+            process.join()
+    except BaseException:
+        for process, _ in processes:
+            try:
+                process.kill()
+            except (OSError, ValueError):
+                pass  # already gone
+        for process, _ in processes:
+            process.join(5)
+        raise
+    finally:
+        for _, conn in processes:
+            conn.close()
+
+
+def _worker_died() -> CRError:
+    return CRError("a worker process of the dashboard build ended unexpectedly (killed, or out of memory)",
+                   hint="run the build again")
+
+
+def _worker(conn, tasks: list | None, results_dir: str, state_dir: str, builder: int, forked: bool,
+            lock_fd: int | None) -> None:
+    """A worker process: tasks (or their numbers in tasks) in through conn, (True, outcomes) or
+    (False, the exception) out, in order; None ends it."""
+    _worker_init(builder, forked, lock_fd)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return  # the builder closed its end
+        if task is None:
+            return
+        try:
+            answer = (True, records.write_bundles(tasks[task] if tasks is not None else task, results_dir, state_dir))
+        except Exception as exc:
+            answer = (False, exc)
+        conn.send(answer)
+
+
+def _worker_init(builder: int, forked: bool, lock_fd: int | None) -> None:
+    """First thing in each worker process: end when the build ends, leave Ctrl-C to the build.
+
+    A worker must not outlive a build killed with kill -9 (it would read on, write into
+    the folder while the next build does, hold the folder's lock through the descriptor
+    it inherited, and could wait forever for its next task). On Linux a forked worker asks the kernel, prctl(PR_SET_PDEATHSIG),
+    for SIGKILL the moment its parent, the builder, ends. Otherwise (a fork server's or
+    spawned worker, whose parent is not the builder or whose builder may run threads; or
+    no prctl: macOS, the BSDs, Windows) a daemon thread waits on multiprocessing's parent
+    sentinel, a pipe that closes when the builder ends, and ends the process then: within
+    milliseconds, or once the record being parsed is done. The forked copy of the lock's
+    descriptor is closed, so only the builder holds the lock.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the builder stops us
+    if lock_fd is not None:
+        try:
+            os.close(lock_fd)
+        except OSError:
+            pass
+    if forked and _die_with_parent():
+        if os.getppid() != builder:
+            os._exit(1)  # the builder ended before prctl took effect: no signal is coming
+        return
+    import multiprocessing
+    import threading
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), name="cr-exit-with-build", daemon=True).start()
+
+
+def _die_with_parent() -> bool:
+    """prctl(PR_SET_PDEATHSIG, SIGKILL) on Linux; False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        import signal
+
+        return ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_with(parent) -> None:
+    parent.join()  # returns when the parent's sentinel closes: the builder has ended
+    os._exit(1)
 
 
 def _start_method() -> str:

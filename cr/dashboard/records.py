@@ -1,7 +1,10 @@
 """Reading result records for the dashboard: one summary row and one detail file per record.
 
 This module runs in the builder's worker processes, so it imports only the standard
-library and the raw-latency codec (cr.results.latencies, itself standard library only).
+library, the raw-latency codec (cr.results.latencies) and the bounds of cr.jsonio (both
+standard library only). Records are read by cr.jsonio's rules, with a faster parser: a
+record nested deeper than cr.jsonio.MAX_DEPTH, or holding NaN or Infinity, is skipped
+(with a warning naming it) like any other file that is not valid JSON.
 Everything here is per record and touches the record once: parse, pick the summary
 fields, shrink the raw samples, append it to its detail file ``data/results/<bundle>.js``
 (a bundle holds the records of a few dozen files).
@@ -17,6 +20,7 @@ import os
 import re
 from array import array
 
+from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
@@ -58,7 +62,7 @@ def load(path: str, size: int = -1) -> tuple[dict, bytes, bytes | None]:
 
     size: the file's size when known (one read, no buffering layer)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK)  # a FIFO swapped in after the scan: read empty, never waited on
         try:
             data = os.read(fd, size + 1) if size >= 0 else b""
             if size < 0 or len(data) > size:  # size unknown, or the file grew
@@ -88,10 +92,32 @@ _RAW_END = b"]\n  }"  # the list's closing bracket first: far faster to find tha
 _RAW_NAME = b'"raw": {'
 _SAMPLE_CHARS = b"0123456789,-"
 _SAMPLES_OPEN = b'{"latencies_ns":['
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class _NotJSON(ValueError):
+    """Text json.loads would take that cr does not (cr.jsonio's rules)."""
+
+
+def _refuse_constant(name: str):
+    raise _NotJSON(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # one for all calls (json.loads with a keyword builds one per call)
+
+
+def _loads(data: bytes):
+    """json.loads(data) (UTF-8, -16 or -32, as json.loads reads bytes) with NaN and Infinity
+    refused and nesting too deep for the parser a ValueError, not a RecursionError."""
+    try:
+        return _DECODER.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
+    except RecursionError:
+        raise _NotJSON(f"nested deeper than {MAX_DEPTH} levels") from None
 
 
 def parse(data: bytes) -> tuple[dict, bytes, bytes | None]:
-    """json.loads(data), faster for records laid out as cr writes them.
+    """json.loads(data) by cr.jsonio's rules (no NaN, at most MAX_DEPTH levels: ValueError
+    otherwise), faster for records laid out as cr writes them.
 
     Returns the record, the text that was parsed, and the samples' text. The latency list
     is most of a benchmark record and most of its parsing time (a 1,024-sample record
@@ -121,43 +147,59 @@ def parse(data: bytes) -> tuple[dict, bytes, bytes | None]:
                 if samples is not None:
                     text = data[:start] + b"null" + data[end:]
     try:
-        record = _with_known_platform(text)
+        record, brackets = _with_known_platform(text)
     except ValueError:
         record = None
     if not isinstance(record, dict) or (samples is not None and ("raw" not in record or record["raw"] is not None)):
-        return json.loads(data), data, None  # not the layout assumed, or the cut was not the top-level "raw"
+        record, text, samples = _loads(data), data, None  # not the layout assumed, or the cut was not the top-level "raw"
+        brackets = None
+    # Depth: at most the number of opening brackets in what was parsed (the samples hold
+    # none), a few dozen in a record cr writes: only more than MAX_DEPTH costs a walk.
+    if brackets is None:
+        brackets = _brackets(text)
+    if brackets > MAX_DEPTH:
+        try:
+            check_depth(record, "record")
+        except InvalidJSON:
+            raise _NotJSON(f"nested deeper than {MAX_DEPTH} levels") from None
     return record, text, samples
+
+
+def _brackets(text: bytes) -> int:
+    return text.count(b"[") + text.count(b"{")
 
 
 _PLATFORM_AT = b'\n  "platform": {'
 _PLATFORM_NAME = b'"platform": {'
 _OBJECT_END = b"\n  }"
-_platforms: dict[bytes, object] = {}
+_platforms: dict[bytes, tuple[object, int]] = {}
 
 
-def _with_known_platform(text: bytes):
+def _with_known_platform(text: bytes) -> tuple[object, int | None]:
+    """(json.loads(text), its number of opening brackets or None when not counted)."""
     # as for "raw" in parse(): the first '"platform":' starts _PLATFORM_AT and none follows
     # the object (one inside it is part of the value; the null check below catches the rest)
     start = text.find(b'"platform":') - (len(_PLATFORM_AT) - len(_PLATFORM_NAME))
     if start < 0 or not text.startswith(_PLATFORM_AT, start):
-        return json.loads(text)
+        return _loads(text), None
     start += len(_PLATFORM_AT) - 1
     end = text.find(_OBJECT_END, start)
     if end < 0 or text.find(b'"platform":', end) >= 0:
-        return json.loads(text)
+        return _loads(text), None
     end += len(_OBJECT_END)
     value = text[start:end]
-    platform = _platforms.get(value)
-    if platform is None:
-        platform = json.loads(value)  # a whole JSON value by itself, or ValueError
+    known = _platforms.get(value)
+    if known is None:
+        known = _loads(value), _brackets(value)  # a whole JSON value by itself, or ValueError
         if len(_platforms) >= 256:
             _platforms.clear()
-        _platforms[value] = platform  # shared by the records that carry it: nothing modifies a record
-    record = json.loads(text[:start] + b"null" + text[end:])
+        _platforms[value] = known  # shared by the records that carry it: nothing modifies a record
+    rest = text[:start] + b"null" + text[end:]
+    record = _loads(rest)
     if not isinstance(record, dict) or "platform" not in record or record["platform"] is not None:
-        return json.loads(text)  # what was cut out was not the top-level "platform"
-    record["platform"] = platform
-    return record
+        return _loads(text), None  # what was cut out was not the top-level "platform"
+    record["platform"] = known[0]
+    return record, _brackets(rest) + known[1]
 
 
 def _integer_list(compact: bytes) -> bytes | None:

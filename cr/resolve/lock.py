@@ -34,6 +34,7 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
     from ..store.catalog import resolve as resolve_component
 
     root = resolve_component(ref, index)
+    own = home_repo(root)
     components, requirements, queue, seen = [], [], [root], set()
     while queue:
         comp = queue.pop(0)
@@ -55,11 +56,18 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
             else:
                 refs.append(str(req.ref))
         for sub in refs:
-            queue.append(resolve_component(sub, index))
+            queue.append(resolve_component(sub, index, own))
     return components, requirements
 
 
-def host_universe(index, platform, interpreter: str, detect_missing: list[str] = (), foreign: bool = False):
+def home_repo(root) -> str | None:
+    """The repository whose copies a solution's components come from first (its own: an
+    archive's solution runs with the archive's components); None for other roots."""
+    return root.repo if root.kind == "solution" else None
+
+
+def host_universe(index, platform, interpreter: str, detect_missing: list[str] = (), foreign: bool = False,
+                  prefer_repo: str | None = None):
     """What this host offers: registered envs for its fingerprint and interpreter, and recipes.
 
     Software in detect_missing with no registered env is detected first, so a first
@@ -69,7 +77,7 @@ def host_universe(index, platform, interpreter: str, detect_missing: list[str] =
     from ..software.recipe import load_recipes
     from .provider import Universe
 
-    recipes = load_recipes(index)
+    recipes = load_recipes(index, prefer_repo)
     if foreign:
         # Planning for another machine (captured with `cr platform --capture`): nothing of
         # this host applies; its python is taken as present, everything else must install.
@@ -112,31 +120,43 @@ def _same_file(a: str, b: str) -> bool:
         return a == b
 
 
-def build_lock(ref: str, index, platform, interpreter: str, use_cache: bool = True, foreign: bool = False) -> dict:
+def build_lock(ref: str, index, platform, interpreter: str, use_cache: bool = True, foreign: bool = False,
+               requires: tuple[str, ...] | list[str] = (), requested_by: str = "") -> dict:
     """Resolve ref on this platform and return the lock dict (saved by the caller).
 
-    The previous lock of the same component on this platform is reused when nothing it
-    depends on changed (see _state_key): no resolver run, no detection, no marker parsing.
+    requires: more software requirements than ref's own deps (what a backend, an action or
+    a pipeline step needs to run ref: cr.resolve.plan.run_requirements), recorded in the
+    lock as "requires" and asked for by requested_by; each distinct set is its own lock.
+    The previous lock of the same component (and requires) on this platform is reused when
+    nothing it depends on changed (see _state_key): no resolver run, no detection, no
+    marker parsing.
     """
     components, requirements = collect(ref, index)
-    path = lock_path(components[0][0].ref, platform.fingerprint)
+    requires = sorted(dict.fromkeys(requires))
+    for item in requires:
+        requirements.append(parse_requirement(item, requested_by=requested_by or f"running {components[0][0].ref}"))
+    path = lock_path(components[0][0].ref, platform.fingerprint, requires)
     if use_cache and not foreign and path.is_file():
         try:
             old = load_lock(path)
         except CRError:
             old = None
-        if old and old.get("cache_key") == _state_key(components, index, platform, interpreter) and not _gone(old):
+        if old and old.get("cache_key") == _state_key(components, index, platform, interpreter, requires) and not _gone(old):
             old["cached"] = True
             return old
     from .resolver import resolve
 
-    universe = host_universe(index, platform, interpreter, detect_missing=_closure_names(requirements, index), foreign=foreign)
+    own = home_repo(components[0][0])
+    universe = host_universe(index, platform, interpreter, detect_missing=closure_names(requirements, index, own),
+                             foreign=foreign, prefer_repo=own)
     resolution = resolve(requirements, universe)
     lock = lock_dict(components, resolution, universe, platform, interpreter)
+    if requires:
+        lock["requires"] = requires
     if foreign:
         lock["planned_for"] = platform.to_dict()
-    else:
-        lock["cache_key"] = _state_key(components, index, platform, interpreter)
+    else:  # after resolution: detection on the way may have registered envs
+        lock["cache_key"] = _state_key(components, index, platform, interpreter, requires)
     return lock
 
 
@@ -146,7 +166,7 @@ def _gone(lock: dict) -> bool:
     return bool(missing_paths(lock))
 
 
-def _state_key(components, index, platform, interpreter: str) -> str:
+def _state_key(components, index, platform, interpreter: str, requires=()) -> str:
     """A hash of everything a resolution depends on, cheap to compute (stats, no parsing of recipes).
 
     Components (their meta hashes), the recipes' index entries, the registered envs of this
@@ -164,7 +184,7 @@ def _state_key(components, index, platform, interpreter: str) -> str:
         h.update(json.dumps(parts, default=str).encode())
         h.update(b"\n")
 
-    add(__version__, platform.fingerprint, interpreter)
+    add(__version__, platform.fingerprint, interpreter, list(requires))
     for comp, meta in components:
         add(comp.ref, comp.repo, component_sha256(meta))
     for row in index.file_states("software"):
@@ -182,11 +202,11 @@ def _state_key(components, index, platform, interpreter: str) -> str:
     return h.hexdigest()
 
 
-def _closure_names(requirements: list[Requirement], index) -> list[str]:
+def closure_names(requirements: list[Requirement], index, prefer_repo: str | None = None) -> list[str]:
     """Names of required software and of their recipes' deps, transitively."""
     from ..software.recipe import load_recipes
 
-    recipes = load_recipes(index)
+    recipes = load_recipes(index, prefer_repo)
     names, queue = set(), [r.name for r in requirements]
     while queue:
         n = queue.pop()
@@ -246,23 +266,32 @@ def lock_dict(components, resolution, universe, platform, interpreter: str) -> d
     }
 
 
-def lock_path(root_ref: str, fingerprint: str) -> Path:
-    """Where the latest lock of a component on a platform is kept in CR_HOME."""
+def lock_path(root_ref: str, fingerprint: str, requires=()) -> Path:
+    """Where the latest lock of a component on a platform is kept in CR_HOME (one per set of
+    extra requirements: <fingerprint>+<hash of them>.json)."""
     kind, rest = root_ref.split(":", 1)
     name, _, version = rest.partition("@")
-    return cr_home() / "locks" / kind / name / version / f"{fingerprint}.json"
+    suffix = ""
+    if requires:
+        suffix = "+" + hashlib.sha256("\n".join(sorted(requires)).encode()).hexdigest()[:12]
+    return cr_home() / "locks" / kind / name / version / f"{fingerprint}{suffix}.json"
 
 
 def save_lock(lock: dict, path: Path | None = None) -> Path:
-    path = path or lock_path(lock["root"], lock["platform"]["fingerprint"])
+    path = path or lock_path(lock["root"], lock["platform"]["fingerprint"], lock.get("requires") or ())
     atomic_write_json(Path(path), lock, durable=True)
     return Path(path)
 
 
 def load_lock(path: Path) -> dict:
+    """The lock at path; InvalidMeta naming the file when it is not one.
+
+    Read by cr.jsonio (through load_json): a regular file only, bounded in size and depth
+    (a hostile lock nesting thousands of levels is one error, not a RecursionError), no NaN."""
     from ..store.meta import load_json
 
     lock = load_json(Path(path))
-    if lock.get("format") != LOCK_FORMAT or not isinstance(lock.get("software"), list):
+    software = lock.get("software")
+    if lock.get("format") != LOCK_FORMAT or not isinstance(software, list) or not all(isinstance(sw, dict) for sw in software):
         raise InvalidMeta(f"{path}: not a reefkit lock of format {LOCK_FORMAT}", hint="re-create it with cr resolve REF -o FILE")
     return lock

@@ -20,13 +20,16 @@ from ..store.catalog import open_index
 __all__ = ["lock", "env_for", "install_missing"]
 
 
-def lock(ref: str, python: str | None = None, output: str | Path | None = None, platform_root: str | Path | None = None) -> dict:
+def lock(ref: str, python: str | None = None, output: str | Path | None = None, platform_root: str | Path | None = None,
+         requires: tuple[str, ...] | list[str] = (), requested_by: str = "") -> dict:
     """Resolve what ref (a solution or any component with deps) needs on this platform.
 
     Returns the lock (DESIGN.md contract) and saves it in CR_HOME/locks (and at output).
     Software that is present is preferred; what must be installed is listed in 'missing'.
     With platform_root (a machine captured by `cr platform --capture DIR`), plan for that
     machine instead: nothing of this host is used, and the lock is only written to output.
+    requires: more software than ref's deps (what running it with a backend needs:
+    run_requirements()), asked for by requested_by; such a lock is kept apart.
     """
     import sys
 
@@ -45,7 +48,8 @@ def lock(ref: str, python: str | None = None, output: str | Path | None = None, 
     platform = detect(platform_root) if platform_root is not None else current()
     index = open_index()
     try:
-        result = build_lock(ref, index, platform, interpreter, foreign=platform_root is not None)
+        result = build_lock(ref, index, platform, interpreter, foreign=platform_root is not None,
+                            requires=requires, requested_by=requested_by)
     finally:
         index.close()
     if platform_root is not None:
@@ -59,7 +63,7 @@ def lock(ref: str, python: str | None = None, output: str | Path | None = None, 
     if output:
         save_lock(result, Path(output))
     if cached:
-        result["path"] = str(lock_path(result["root"], result["platform"]["fingerprint"]))
+        result["path"] = str(lock_path(result["root"], result["platform"]["fingerprint"], result.get("requires") or ()))
     else:
         result["path"] = str(save_lock(result))
     result["cached"] = cached
@@ -82,12 +86,15 @@ def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, d
     return the_lock, compose(the_lock)
 
 
-def install_missing(ref_or_lock: str | Path | dict, python: str | None = None, offline: bool = False) -> dict:
+def install_missing(ref_or_lock: str | Path | dict, python: str | None = None, offline: bool = False,
+                    trust: bool = False) -> dict:
     """Install every software a lock lists as missing, exactly as it recorded them (method,
     packages, version; dependencies first, in the lock's order), then resolve again.
 
     ref_or_lock: a ref (resolved here first: the lock cr resolve would give), a lock file
-    or a lock dict. Returns {'installed': [env dicts], 'lock': the new lock}.
+    or a lock dict. Returns {'installed': [env dicts], 'lock': the new lock}. trust: consent
+    to what a recipe from an untrusted repository runs (consent()); without it, such an
+    install raises cr.store.trust.Untrusted naming exactly what it would run.
     """
     from ..software.install import install_locked
     from .lock import load_lock
@@ -98,10 +105,82 @@ def install_missing(ref_or_lock: str | Path | dict, python: str | None = None, o
         first = load_lock(Path(str(ref_or_lock)))
     else:
         first = lock(str(ref_or_lock), python=python)
+    if trust and any(sw["origin"] == "installable" for sw in first["software"]):
+        consent(first["root"], True, f"installing what {first['root']} needs")
     installed = []
     for sw in first["software"]:
         if sw["origin"] == "installable":
-            env = install_locked(sw, interpreter=first["interpreter"], offline=offline)
+            env = install_locked(sw, interpreter=first["interpreter"], offline=offline, trusted=trust)
             installed.append(env.to_dict())
-    final = lock(first["root"], python=first["interpreter"]) if installed else first
+    final = lock(first["root"], python=first["interpreter"], requires=first.get("requires") or ()) if installed else first
     return {"installed": installed, "lock": final}
+
+
+def review(ref: str) -> list:
+    """What resolving and installing ref's software would execute or fetch from repositories
+    the user has not trusted (cr.store.trust.Item list, empty when nothing): the install
+    methods and executable probes of its software's recipes. Nothing is run to find out.
+    What running it would import or call (a net.py, a loader, an action entry) depends on
+    the backend and variant: cr.run.solution reviews that, and the runs check it again."""
+    from ..software.recipe import load_recipes
+    from ..store import trust
+    from .lock import closure_names, collect, home_repo
+
+    index = open_index()
+    try:
+        components, requirements = collect(ref, index)
+        own = home_repo(components[0][0])
+        recipes = load_recipes(index, own)
+        items = []
+        for name in closure_names(requirements, index, own):
+            recipe = recipes.get(name)
+            if recipe is not None and not recipe.trusted:
+                items += trust.recipe_items(recipe)
+    finally:
+        index.close()
+    return list(dict.fromkeys(items))
+
+
+def consent(ref: str, trust: bool, what: str, more=()) -> list:
+    """Check (and with trust, grant) what ref would run from untrusted repositories: review(ref)
+    and the items in more (what running it would import or call).
+
+    Without trust: cr.store.trust.Untrusted listing it, before anything runs. With trust:
+    every item is reported (the user sees exactly what will run), then the repositories are
+    marked trusted. Returns the items.
+    """
+    from ..events import reporter
+    from ..store import trust as trust_mod
+
+    items = list(dict.fromkeys([*review(ref), *more]))
+    if not items:
+        return items
+    if not trust:
+        trust_mod.require(items, what)
+    reporter().info(f"--trust: {what} will run code from repositories you had not trusted:")
+    for item in items:
+        reporter().info(f"  {item.line()}")
+    for name in trust_mod.trust_repos([i.repo for i in items]):
+        reporter().info(f"trusted repository {name!r} (cr repo untrust {name} takes it back)")
+    return items
+
+
+def repo_review(name: str) -> list:
+    """Everything in registered repository `name` that would execute or fetch (recipes'
+    install methods and executable probes, Python files, loaders, action entries), as
+    cr.store.trust.Item: what `cr repo pull` and `cr repo trust` show."""
+    from ..software.recipe import Recipe
+    from ..store import trust
+
+    index = open_index()
+    try:
+        items = []
+        for comp in index.components(repo=name):
+            meta = index.meta_of(comp)
+            if comp.kind == "software":
+                items += trust.recipe_items(Recipe.from_meta(meta, str(comp.meta_path), comp.repo, False))
+            else:
+                items += trust.meta_items(comp.kind, comp.ref, comp.repo, meta)
+    finally:
+        index.close()
+    return items

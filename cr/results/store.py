@@ -42,7 +42,6 @@ name is unique to its uid, and each insert is one short IMMEDIATE transaction.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import sqlite3
@@ -50,6 +49,7 @@ import time
 from array import array
 from pathlib import Path
 
+from .. import jsonio
 from ..errors import CRError, NotFound, StoreError
 from ..events import reporter
 from ..fsutil import atomic_write_bytes
@@ -346,20 +346,37 @@ class ResultStore:
         uid = record.get("uid")
         where = f"result {uid}" if isinstance(uid, str) else "result"
         latencies = self._latencies_of(record, base, where)
+        if latencies is not None:
+            from .validate import latency_problem
+
+            bad = latency_problem(latencies, where)
+            if bad:  # a latency cannot be negative: refused like any other schema problem
+                raise InvalidResult(bad, hint="a result cr writes has no negative latency; fix or drop the record")
         data = dict(record)
         if latencies is not None:
             blob = encode(latencies)
             data["raw"] = side_raw(blob, f"{uid}{SIDE_SUFFIX}")
+        try:
+            jsonio.check_depth(data, where)  # before validation, which recurses
+        except jsonio.InvalidJSON as exc:
+            raise InvalidResult(exc.message, hint=exc.hint) from None
         found = problems(data, where)
         if found:
             more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
             raise InvalidResult(found[0] + more, hint="a result must follow cr/results/schema/result.json")
+        try:
+            text = record_bytes(data)
+        except UnicodeEncodeError as exc:  # a lone surrogate: not Unicode text
+            raise InvalidResult(f"{where}: a string holds {exc.object[exc.start:exc.end]!r}, which is not Unicode text",
+                                hint="a result's strings must be text (UTF-8)") from None
+        except ValueError:  # NaN or Infinity: not JSON, and no reader (cr.jsonio) would take the file back
+            raise InvalidResult(f"{where}: holds NaN or Infinity, which JSON cannot hold",
+                                hint="a result's numbers must be finite (null where there is none)") from None
         self._open(create=True)
         rel = record_file(uid)
         side = self.root / side_file(uid)
         if latencies is not None and not same_bytes(side, blob):
             atomic_write_bytes(side, blob, durable=self.durable)  # first: a visible record's side file exists
-        text = record_bytes(data)
         path = self.root / rel
         if not same_bytes(path, text):
             atomic_write_bytes(path, text, durable=self.durable)
@@ -399,13 +416,13 @@ class ResultStore:
         side files are looked up beside it. Returns the uids added."""
         path = Path(path)
         try:
-            data = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            raise NotFound(f"{path}: file not found") from None
-        except json.JSONDecodeError as exc:
-            raise InvalidResult(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-        except (OSError, ValueError) as exc:
-            raise InvalidResult(f"{path}: cannot read it as JSON ({getattr(exc, 'strerror', None) or exc})") from None
+            # a regular file only (a FIFO is refused, never waited on); bounded in size and
+            # nesting depth, NaN and Infinity refused (cr.jsonio)
+            data = jsonio.load_file(path)
+        except jsonio.MissingFile as exc:
+            raise NotFound(exc.message) from None
+        except jsonio.InvalidJSON as exc:
+            raise InvalidResult(exc.message, hint=exc.hint) from None
         records = data if isinstance(data, list) else [data]
         for i, record in enumerate(records):  # all checked before any is added
             at = f"{path}" + (f" (record {i})" if isinstance(data, list) else "")

@@ -16,18 +16,22 @@ What it settles before anything runs (each problem is a CRError naming it):
     interpreter.
 A run that starts and fails returns (and writes, with output) a record with status
 "failed"; a framework crash or hang is such a failure, never an exception here.
+
+A record the results store cannot take (a full disk, a read-only or broken store) is not
+dropped: it is written beside (the -o file when given, else CR_HOME/tmp/cr-result-UID.json,
+else ./cr-result-UID.json) and run_action raises NotStored, which carries the record(s)
+and the file, after the run has finished: the caller shows the result, then fails.
 """
 from __future__ import annotations
 
 import re
 import shutil
+import sqlite3
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CRError
-from ..events import reporter
+from ..errors import CRError, StoreError
 from ..runtime import registry, variants
 from ..runtime.job import Job
 from ..results import record as records
@@ -105,7 +109,7 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         sol = target["meta"]
         if not sol.get("model"):
             raise CRError(f"{target['ref']} names no model", hint="add \"model\": \"model:NAME@VERSION\" to its meta")
-        model = show(model_ref or sol["model"], verify=False)
+        model = show(model_ref or sol["model"], verify=False, prefer_repo=target["repo"])  # its own copies first
         backend = backend or sol.get("backend")
         options.update(sol.get("backend_options") or {})
         variant = variant or (sol.get("pipeline") or {}).get("variant")
@@ -128,14 +132,25 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         meta["expected"] = {**(meta.get("expected") or {}), **target["meta"]["expected"]}
     model_dataset = model["meta"].get("dataset") or {}
     dataset_ref = dataset or model_dataset.get("ref")
-    ds = show(dataset_ref, verify=False) if dataset_ref else None
+    ds = show(dataset_ref, verify=False, prefer_repo=target["repo"] if target["kind"] == "solution" else None) if dataset_ref else None
     if ds is not None and ds["kind"] != "dataset":
         raise CRError(f"{ds['ref']} is a {ds['kind']}, not a dataset", hint="give --dataset dataset:NAME")
     if split is None and ds is not None:
         split = model_dataset.get("split") if (not dataset or dataset == model_dataset.get("ref")) else None
         if split is None and (ds["meta"].get("split_by")):
             split = "test"
+    _check_trust(model, meta, ds, f"running {model['ref']}")
     return Target(target, model, meta, entry, options, ds, split, layers)
+
+
+def _check_trust(model: dict, meta: dict, ds: dict | None, what: str) -> None:
+    """Untrusted when the run would import or call Python from an untrusted repository: the
+    model's architecture file (a torch state dict), the dataset's loader (cr.store.trust)."""
+    from ..store import trust
+
+    check = [info for info, effective in ((model, meta), (ds, None)) if info and trust.runs_code(info, effective)]
+    if check:
+        trust.check_components(check, what)
 
 
 def _loadable_version(ref: str, model: dict, formats) -> dict:
@@ -187,14 +202,76 @@ def check_entry(action_info: dict) -> str:
     return entry
 
 
-def store_record(record: dict) -> None:
-    """Keep the record in the results store; a store problem is a warning (the run's output stays)."""
+class NotStored(StoreError):
+    """The run finished but the results store did not take its record(s).
+
+    records: every record of the run (a solution's declared actions: all of them, stored
+    or not); kept: {uid: the file holding the record that was not stored, or None when it
+    could not be written anywhere}. The message names the file, the hint how to add it.
+    """
+
+    def __init__(self, message: str, hint: str | None, records: list[dict], kept: dict[str, str | None]):
+        super().__init__(message, hint)
+        self.records = records
+        self.kept = kept
+
+    @classmethod
+    def combine(cls, failures: list["NotStored"], records: list[dict]) -> "NotStored":
+        """One NotStored for several runs: the first one's words (naming the others' files), every record."""
+        kept: dict[str, str | None] = {}
+        for f in failures:
+            kept.update(f.kept)
+        message = failures[0].message
+        if len(failures) > 1:
+            others = [p for uid, p in kept.items() if uid not in failures[0].kept]
+            message += f" (and {len(failures) - 1} more not stored: {', '.join(p or 'not kept' for p in others)})"
+        return cls(message, failures[0].hint, records, kept)
+
+
+def keep_beside(record: dict, output: str | Path | None = None) -> tuple[Path, str] | None:
+    """(file, which place) holding a record the store did not take: the -o file if it was
+    written there, else CR_HOME/tmp/cr-result-UID.json, else ./cr-result-UID.json; None
+    when none of them can be written."""
+    if output is not None and Path(output).is_file():
+        return Path(output).absolute(), "the -o file"
+    name = f"cr-result-{record.get('uid') or 'unknown'}.json"
+    places = []
+    try:
+        from ..paths import cr_home
+
+        places.append((cr_home() / "tmp", "in CR_HOME/tmp"))
+    except Exception:  # noqa: BLE001 - no usable CR_HOME at all: the current directory only
+        pass
+    places.append((Path.cwd(), "in the current directory (CR_HOME/tmp could not be written)"))
+    for folder, where in places:
+        try:
+            return records.write(record, folder / name).absolute(), where
+        except (CRError, OSError):
+            continue
+    return None
+
+
+def store_record(record: dict, output: str | Path | None = None) -> None:
+    """Keep the record in the results store. If the store refuses it (full disk, read-only
+    or broken store), the record is kept beside (keep_beside) and NotStored is raised."""
     from ..results.store import default_store
 
     try:
         default_store().add(record)
-    except CRError as exc:
-        reporter().warning(f"the {record.get('action')} result was not stored: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        return
+    except (CRError, OSError, sqlite3.Error) as exc:
+        reason = exc.message if isinstance(exc, CRError) else (getattr(exc, "strerror", None) or str(exc))
+        fix = getattr(exc, "hint", None) or "free space, or make CR_HOME/results a writable directory"
+    uid = record.get("uid")
+    what = f"the {record.get('action')} result {uid} was not stored: {reason}"
+    kept = keep_beside(record, output)
+    if kept is None:
+        raise NotStored(what + "; it could not be written anywhere else either (only the output above holds it)",
+                        f"{fix}; or keep the record with -o FILE on another disk", [record], {uid: None})
+    path, where = kept
+    raise NotStored(f"{what}; the record is kept at {path}",
+                    f"kept {where}; once the store works again ({fix}), add it with: cr results add {path}",
+                    [record], {uid: str(path)})
 
 
 def run_action(
@@ -218,12 +295,17 @@ def run_action(
 
     The record is written to output (when given) and kept in the results store (unless
     store=False): this is the one place results are stored, for models and solutions alike.
+    NotStored (carrying the finished record) when the store does not take it.
     """
     from ..store.catalog import show
 
     started = records.now()
     action_ref = f"action:{action}"
     action_info = show(action_ref, verify=False)
+    if action_info.get("repo") not in ("builtin", None):  # a shipped action's entry is reefkit's own
+        from ..store import trust
+
+        trust.check_components([action_info], f"running {action_ref}")
     target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
     params = merged_params(action_ref, action_info["meta"], *target.layers, params or {})
     the_lock, env, python = _where(target, lock)
@@ -239,10 +321,19 @@ def run_action(
     )
     log_dir = None
     if params.get("engine") == "loadgen":
-        # LoadGen's logs are kept beside the result (or in a temporary folder named in it)
-        log_dir = Path(output).with_name(Path(output).stem + ".loadgen") if output else Path(tempfile.mkdtemp(prefix="cr-loadgen-"))
-        if log_dir.exists():
-            shutil.rmtree(log_dir)
+        # LoadGen's logs are kept beside the result, else in CR_HOME/logs/loadgen/ (named in it):
+        # they are what the result's validity rests on, so they outlive this process
+        if output:
+            log_dir = Path(output).with_name(Path(output).stem + ".loadgen")
+            if log_dir.exists():
+                shutil.rmtree(log_dir)
+        else:
+            import secrets
+
+            from ..paths import ensure_home
+
+            stamp = started.replace(":", "").replace("-", "").split(".")[0]
+            log_dir = ensure_home() / "logs" / "loadgen" / f"{stamp}-{secrets.token_hex(4)}"
         log_dir.mkdir(parents=True)
         job.log_dir = str(log_dir.resolve())
     result, latencies = launch.run_job(job, python=python, env=env, timeout=params.get("timeout_s"))
@@ -252,7 +343,7 @@ def run_action(
     if output is not None:
         records.write(record, output)
     if store:
-        store_record(record)
+        store_record(record, output)
     return record
 
 

@@ -32,7 +32,6 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -116,8 +115,11 @@ def compile_model(
     force: bool = False,
     python: str | None = None,
     env: dict | None = None,
+    prefer_repo: str | None = None,
 ) -> dict:
     """Run the compile action; returns the result record (record["output"] names the new component).
+
+    prefer_repo: the repository whose copy of the model comes first (a solution's own).
 
     params: precision, quantization, dataset, calibration_samples, options (the -O dict),
     seed, timeout_s (see actions/compile/meta.json).
@@ -129,11 +131,15 @@ def compile_model(
 
     started = records.now()
     action = show(ACTION, verify=False)
-    model = show(ref, verify=False)
+    model = show(ref, verify=False, prefer_repo=prefer_repo)
     if model["kind"] != "model":
         raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
     params = merged_params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant})
     source = _source_variant(model, to, variant)
+    from ..store import trust
+
+    if trust.runs_code(model, source):  # a state dict's net.py is imported to export it
+        trust.check_components([model], f"compiling {model['ref']}")
     the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
                                 params.get("options"), _source_name(model, source))
     version = version or output_version(model["version"], the_plan["label"])
@@ -156,7 +162,7 @@ def compile_model(
                           "force": force, "dataset": ds["ref"] if ds else None},
                          None, started)
     record.update(output=None, conversion=the_plan["conversion"], checks=None, tools=None, duration_s=None)
-    out_dir = tempfile.mkdtemp(prefix="cr-compile-")
+    out_dir = str(launch.work_dir("compile"))  # CR_HOME/tmp/compile-<pid>-*: swept if cr is killed
     clock = time.monotonic()
     try:
         job = Job(entry=check_entry(action), action="compile", model=Job.component(model, meta=source),

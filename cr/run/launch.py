@@ -5,6 +5,10 @@ child that runs past its timeout all come back as a failed result
 {"status": "failed", "error": {"kind": "crashed" | "timeout" | "error", ...,
 "stderr_tail"}}: never an exception in `cr`. The child runs in its own session, so a
 timeout stops it and anything it started (SIGTERM, then SIGKILL after a grace period).
+
+The child never outlives cr: on Linux it gets SIGKILL when cr dies, even by `kill -9`
+(PR_SET_PDEATHSIG, cr.procs), and its work folder (job, result, log) is a scratch
+directory, CR_HOME/tmp/job-<pid>-*, that the next cr sweeps once cr's pid is gone.
 """
 from __future__ import annotations
 
@@ -14,10 +18,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from array import array
 from pathlib import Path
 
+from .. import scratch
+from ..procs import die_with_parent
 from ..results.latencies import read_child
 from ..runtime.child import BOOTSTRAP
 from ..runtime.job import Job
@@ -54,6 +59,19 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+def work_dir(kind: str) -> Path:
+    """A scratch directory CR_HOME/tmp/<kind>-<pid>-* (cr.scratch: swept once this process is
+    gone); where CR_HOME cannot be written, a temp dir cr-<kind>-* (the caller deletes it)."""
+    from ..errors import StoreError
+
+    try:
+        return scratch.make(kind)
+    except (StoreError, OSError):
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix=f"cr-{kind}-"))
+
+
 def _failed(kind: str, message: str, hint: str, **fields) -> dict:
     return {"status": "failed", "error": {"kind": kind, "message": message, "hint": hint, **fields}}
 
@@ -65,7 +83,7 @@ def run_job(job: Job | dict, python: str | None = None, env: dict | None = None,
     """
     if not isinstance(job, Job):
         job = Job.from_dict(job)
-    work = Path(tempfile.mkdtemp(prefix="cr-job-"))
+    work = work_dir("job")
     try:
         job_file, result_file, log_file = work / "job.json", work / "result.json", work / "child.log"
         job_file.write_text(json.dumps(job.to_dict()), encoding="utf-8")
@@ -73,7 +91,9 @@ def run_job(job: Job | dict, python: str | None = None, env: dict | None = None,
         cmd = [interpreter, "-c", BOOTSTRAP, CR_PACKAGE_DIR, str(job_file), str(result_file)]
         with open(log_file, "wb") as log:
             try:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
+                # own session: a timeout stops its whole group; death signal: it dies with cr
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                        start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL))
             except OSError as exc:
                 return _failed("error", f"cannot start the runtime interpreter {interpreter}: {exc.strerror or exc}",
                                "check the interpreter the lock names (cr resolve --json)"), None

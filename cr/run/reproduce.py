@@ -16,6 +16,7 @@ from pathlib import Path
 from ..events import reporter
 from ..results.summary import platform_description
 from ..store import catalog
+from .actions import NotStored
 from .solution import init, run_declared
 
 
@@ -85,14 +86,18 @@ def compare(reference: list[dict], here: list[dict], expected: dict) -> dict:
     return {"outcome": outcome, "checks": checks, "likely_causes": causes if failed else [], "performance": performance}
 
 
-def reproduce(source: str, offline: bool = False, output_dir: str | Path | None = None) -> dict:
+def reproduce(source: str, offline: bool = False, output_dir: str | Path | None = None, trust: bool = False) -> dict:
     """init + the declared actions + a comparison with the reference results."""
-    ready = init(source, offline=offline)
+    ready = init(source, offline=offline, trust=trust)
     ref = ready["solution"]
     sol = catalog.show(ref, verify=False)
     reference = _reference_results(ready.get("archive"), ref)
-    here = run_declared(ref, output_dir=output_dir)
-    model = catalog.show(sol["meta"]["model"], verify=False)
+    not_stored = None
+    try:
+        here = run_declared(ref, output_dir=output_dir)
+    except NotStored as exc:  # the runs happened: judge them, then say they were not kept
+        here, not_stored = exc.records, exc
+    model = catalog.show(sol["meta"]["model"], verify=False, prefer_repo=sol["repo"])
     expected = {**(model["meta"].get("expected") or {}), **(sol["meta"].get("expected") or {})}
     report = compare(reference, here, expected)
     if not reference:  # no reference results: judge accuracy against the declared expectations
@@ -106,6 +111,7 @@ def reproduce(source: str, offline: bool = False, output_dir: str | Path | None 
     })
     if report["failed_runs"]:
         report["outcome"] = "FAIL"
+    report["not_stored"] = {"message": not_stored.message, "hint": not_stored.hint, "kept": not_stored.kept} if not_stored else None
     return report
 
 

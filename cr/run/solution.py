@@ -25,7 +25,7 @@ from ..errors import CRError, NotFound
 from ..events import reporter
 from ..resolve import plan
 from ..store import catalog
-from .actions import merged_params, run_action
+from .actions import NotStored, merged_params, run_action
 
 RUNNABLE = ("benchmark", "validate", "run")
 
@@ -122,7 +122,7 @@ def _verify(ref: str) -> list[str]:
     for key in ("model", "dataset"):
         if sol["meta"].get(key):
             try:
-                checked.append(catalog.show(sol["meta"][key], verify=True))
+                checked.append(catalog.show(sol["meta"][key], verify=True, prefer_repo=sol["repo"]))
             except NotFound as exc:
                 raise NotFound(f"{sol['ref']} uses {sol['meta'][key]}, which is not here: {exc.message}", hint=exc.hint) from None
     for info in checked:
@@ -133,21 +133,64 @@ def _verify(ref: str) -> list[str]:
     return [c["ref"] for c in checked]
 
 
-def compiled_ref(meta: dict) -> str | None:
-    """The model ref the solution's declared compile produces (None when it declares none)."""
+def _code_items(sol: dict) -> list:
+    """What setting up and running the solution would import or call from untrusted
+    repositories: the model's architecture file when the variant its backend runs (or its
+    declared compile reads) is a state dict, the dataset's loader, the actions' entries."""
+    from ..runtime import registry, variants
+    from ..store import trust
+
+    meta, own = sol["meta"], sol["repo"]
+    infos = []
+    if meta.get("model"):
+        model = catalog.show(meta["model"], verify=False, prefer_repo=own)
+        used = []
+        spec = (meta.get("pipeline") or {}).get("compile")
+        if spec:
+            from .compile import _source_variant
+
+            used.append(_source_variant(model, spec["to"], spec.get("variant")))
+        elif meta.get("backend"):
+            try:
+                formats = getattr(registry.load_class(registry.find(meta["backend"])), "FORMATS", None)
+                used.append(variants.choose(model["meta"], formats, (meta.get("pipeline") or {}).get("variant"),
+                                            backend=f"backend {meta['backend']!r}", ref=model["ref"]))
+            except CRError:
+                pass  # a backend or variant that does not fit fails when the solution runs, with its own error
+        if any(trust.runs_code(model, effective) for effective in used):
+            infos.append(model)
+    dataset = meta.get("dataset") or ((infos[0]["meta"] if infos else {}).get("dataset") or {}).get("ref")
+    if dataset:
+        ds = catalog.show(dataset, verify=False, prefer_repo=own)
+        if trust.runs_code(ds):
+            infos.append(ds)
+    for act in meta.get("actions") or []:
+        if isinstance(act, dict) and isinstance(act.get("action"), str):
+            try:
+                info = catalog.show(f"action:{act['action']}", verify=False, prefer_repo=own)
+            except CRError:
+                continue
+            if info["repo"] != "builtin":
+                infos.append(info)
+    return trust.items_of(infos)
+
+
+def compiled_ref(meta: dict, own: str | None = None) -> str | None:
+    """The model ref the solution's declared compile produces (None when it declares none);
+    own: the solution's repository, whose copy of the model comes first."""
     spec = (meta.get("pipeline") or {}).get("compile")
     if not spec:
         return None
     from ..runtime.actions.compile import plan
     from .compile import _source_variant, output_version
 
-    model = catalog.show(meta["model"], verify=False)
+    model = catalog.show(meta["model"], verify=False, prefer_repo=own)
     source = _source_variant(model, spec["to"], spec.get("variant"))
     the_plan = plan(source.get("format"), spec["to"], spec.get("precision"), spec.get("quantization"), spec.get("options"), model["ref"])
     return f"model:{model['name']}@{spec.get('version') or output_version(model['version'], the_plan['label'])}"
 
 
-def init(source: str, offline: bool = False) -> dict:
+def init(source: str, offline: bool = False, trust: bool = False) -> dict:
     """Make a solution ready here: verify, check the platform, resolve, install, compile, lock.
 
     Idempotent: when everything is present it only reads (the cached lock, the index).
@@ -160,16 +203,19 @@ def init(source: str, offline: bool = False) -> dict:
     ref = sol["ref"]
     check_platform(sol["meta"], ref)
     verified = _verify(ref)
+    # Before anything is detected, installed or compiled: what would run from untrusted
+    # repositories (an archive's own recipes, a net.py) needs the user's consent.
+    plan.consent(ref, trust, f"setting up {ref}", _code_items(sol))
     result = plan.install_missing(ref, offline=offline)
     the_lock = result["lock"]
     compiled = None
-    target = compiled_ref(sol["meta"])
+    target = compiled_ref(sol["meta"], sol["repo"])
     if target is not None:
         try:
             catalog.show(target, verify=False)
             compiled = {"ref": target, "created": False}
         except NotFound:
-            compiled = {"ref": target, "created": True, "record": _compile(sol["meta"], the_lock)}
+            compiled = {"ref": target, "created": True, "record": _compile(sol["meta"], the_lock, sol["repo"])}
     return {
         "solution": ref,
         "archive": archive,
@@ -183,14 +229,14 @@ def init(source: str, offline: bool = False) -> dict:
     }
 
 
-def _compile(meta: dict, the_lock: dict) -> dict:
+def _compile(meta: dict, the_lock: dict, own: str | None = None) -> dict:
     from ..resolve.compose import compose
     from .compile import compile_model
 
     spec = dict(meta["pipeline"]["compile"])
     reporter().info(f"compiling {meta['model']} to {spec['to']} (declared by the solution)")
     record = compile_model(meta["model"], spec.pop("to"), variant=spec.pop("variant", None), version=spec.pop("version", None),
-                           params=spec, python=the_lock["interpreter"], env=compose(the_lock))
+                           params=spec, python=the_lock["interpreter"], env=compose(the_lock), prefer_repo=own)
     if record["status"] != "ok":
         error = record.get("error") or {}
         raise CRError(f"the compile the solution declares failed: {error.get('message')}", hint=error.get("hint"))
@@ -210,31 +256,55 @@ def declared(meta: dict, only: str | None = None) -> list[dict]:
 
 
 def run_declared(ref: str, only: str | None = None, overrides: dict | None = None, store: bool = True,
-                 output_dir: str | Path | None = None, **kw) -> list[dict]:
+                 output_dir: str | Path | None = None, lock: str | Path | None = None, **kw) -> list[dict]:
     """Run the solution's declared actions (or only one kind) inside its lock; store each result.
 
     overrides: {action name: params} laid over that action's declared params (the command
-    line's options); kw: run_action's backend/variant/dataset/split/backend_options.
+    line's options); lock: a lock file of this solution to run in instead of the one
+    resolved here (CRError when it is not a reefkit lock, or a lock of another component);
+    kw: run_action's backend/variant/dataset/split/backend_options. When the store does not
+    take a result, every action still runs, then NotStored carries all the records.
     """
-
     sol = catalog.show(ref, verify=False)
     if sol["kind"] != "solution":
         raise CRError(f"{sol['ref']} is a {sol['kind']}, not a solution")
     check_platform(sol["meta"], sol["ref"])
-    the_lock = plan.lock(sol["ref"])
+    if lock is not None:
+        the_lock, lock_file = given_lock(Path(lock), sol)
+    else:
+        the_lock = plan.lock(sol["ref"])
+        lock_file = the_lock["path"]
     if the_lock.get("missing"):
         raise CRError(f"{sol['ref']} needs software that is not installed here: {', '.join(the_lock['missing'])}",
                       hint=f"install it first: cr init solution {sol['name']} (or cr install software {the_lock['missing'][0]})")
-    model_ref = compiled_ref(sol["meta"])
-    records = []
+    model_ref = compiled_ref(sol["meta"], sol["repo"])
+    records, unstored = [], []
     for i, act in enumerate(declared(sol["meta"], only)):
         out = Path(output_dir) / f"{act['action']}-{i}.json" if output_dir else None
         given = (overrides or {}).get(act["action"]) or {}
-        # the lock resolved above: each action runs in it without resolving again
-        record = run_action(act["action"], sol["ref"], params={**(act.get("params") or {}), **given},
-                            layered=False, model_ref=model_ref, lock=the_lock["path"], output=out, store=store, **kw)
+        # the lock resolved (or given) above: each action runs in it without resolving again
+        try:
+            record = run_action(act["action"], sol["ref"], params={**(act.get("params") or {}), **given},
+                                layered=False, model_ref=model_ref, lock=lock_file, output=out, store=store, **kw)
+        except NotStored as exc:
+            unstored.append(exc)
+            record = exc.records[0]
         records.append(record)
+    if unstored:
+        raise NotStored.combine(unstored, records)
     return records
+
+
+def given_lock(path: Path, sol: dict) -> tuple[dict, Path]:
+    """(lock, its file) of a --lock FILE for solution sol: a reefkit lock whose root is sol."""
+    from ..resolve.lock import load_lock
+
+    the_lock = load_lock(path)  # InvalidMeta naming the file for anything but a lock
+    root = the_lock.get("root")
+    if root != sol["ref"]:
+        raise CRError(f"{path} is a lock of {root or 'nothing'}, not of {sol['ref']}",
+                      hint=f"write this solution's lock with: cr resolve {sol['ref']} -o FILE (or leave out --lock)")
+    return the_lock, path
 
 
 def stored_references(ref: str) -> tuple[list[str], dict | None]:

@@ -95,6 +95,9 @@ def scan(recipes, markers: dict, capabilities, interpreter: str, timeout: float,
     jobs = {"python": [], "executable": [], "library": []}
     for recipe in recipes:
         for i, probe in recipe.probes_for(markers, capabilities):
+            if probe.get("type") == "executable" and not recipe.trusted:
+                _refuse_probe(recipe, i, probe)
+                continue
             jobs.setdefault(probe.get("type"), []).append(_Job(recipe, i, probe))
     results: dict[int, list[SoftwareEnv]] = {}
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -114,6 +117,16 @@ def scan(recipes, markers: dict, capabilities, interpreter: str, timeout: float,
                 if job.recipe is recipe:
                     out.extend(results.get(id(job), []))
     return out
+
+
+def _refuse_probe(recipe: Recipe, index: int, probe: dict) -> None:
+    """An executable probe of an untrusted recipe runs a program the recipe names: not without
+    the user's consent (cr.store.trust). The scan goes on without it."""
+    command = " ".join([" | ".join([*probe.get("names", ()), *probe.get("paths", ())]), *probe.get("args", ())])
+    reporter().warning(
+        f"detect {recipe.name} (detect probe {index}, executable): not run: the recipe comes from repo "
+        f"{recipe.repo!r}, which you have not trusted, and would run {command!r}; review it with "
+        f"cr show software:{recipe.name}, then cr repo trust {recipe.repo}")
 
 
 # -- version and exports helpers -------------------------------------------------------

@@ -10,7 +10,6 @@ when envs are listed, reported as a warning and dropped, never used.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from ..events import reporter
 from ..fsutil import atomic_write_json
+from ..jsonio import InvalidJSON, load_file
 from ..paths import cr_home, ensure_home
 
 ENV_FILE = "env.json"
@@ -77,8 +77,24 @@ class SoftwareEnv:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SoftwareEnv":
+        """The env an env.json describes; TypeError when it is not one (not an object, a
+        field of the wrong type: the file may have been edited, or be hostile)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"expected a JSON object, found {type(data).__name__}")
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        fields = {k: v for k, v in data.items() if k in known}
+        for name, types in _FIELD_TYPES.items():
+            if name in fields and not isinstance(fields[name], types):
+                raise TypeError(f"{name}: expected {types[0].__name__}, found {type(fields[name]).__name__}")
+        return cls(**fields)
+
+
+_TEXT = (str,)
+_FIELD_TYPES = {
+    "name": _TEXT, "version": _TEXT, "origin": _TEXT, "source": _TEXT, "platform": _TEXT, "location": _TEXT,
+    "prefix": _TEXT, "interpreter": _TEXT, "recipe_uid": _TEXT, "id": _TEXT,
+    "exports": (dict,), "packages": (list,), "created": (float, int),
+}
 
 
 def env_id(name: str, version: str, origin: str, platform: str, interpreter: str = "") -> str:
@@ -117,8 +133,12 @@ def list_envs(name: str | None = None, platform: str | None = None, prune: bool 
             continue
         for env_file in sorted(base.glob(f"*/{ENV_FILE}")):
             try:
-                env = SoftwareEnv.from_dict(json.loads(env_file.read_text(encoding="utf-8")))
-            except (OSError, ValueError, TypeError) as exc:
+                env = SoftwareEnv.from_dict(load_file(env_file))
+            except InvalidJSON as exc:  # not a regular file, too deep, NaN, bad syntax: cr.jsonio
+                reason = exc.message[len(f"{env_file}: "):] if exc.message.startswith(f"{env_file}: ") else exc.message
+                reporter().warning(f"skipped unreadable software env {env_file} ({reason})")
+                continue
+            except (ValueError, TypeError) as exc:
                 reporter().warning(f"skipped unreadable software env {env_file} ({exc})")
                 continue
             if platform and env.platform != platform:

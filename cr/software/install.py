@@ -20,6 +20,7 @@ install() installs one software; its deps are the resolver's business (cr resolv
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from pathlib import Path
 from ..errors import CRError, InvalidMeta
 from ..events import reporter
 from ..fsutil import atomic_write_json
+from ..procs import die_with_parent
 from . import envs as envs_mod
 from . import host
 from .envs import ENV_FILE, PATH_VARS, SoftwareEnv
@@ -62,13 +64,16 @@ def install(name: str, spec: str | None = None, offline: bool = False, interpret
     return _install_with(recipe, method, version, spec, offline, interp, platform.fingerprint)
 
 
-def install_locked(entry: dict, interpreter: str, offline: bool = False) -> SoftwareEnv:
+def install_locked(entry: dict, interpreter: str, offline: bool = False, trusted: bool = False) -> SoftwareEnv:
     """Install one software entry of a lock exactly as the lock says: its method, packages and version.
 
     The recipe gives only what the lock does not record (its exports, its deps, the folder
-    a script runs from). When the recipe no longer offers what the lock recorded (it was
-    edited after the lock was resolved), the lock still wins, with a warning saying how to
-    take the recipe's new choice instead (resolve again).
+    a script runs from). What the lock recorded runs when a trusted recipe offers exactly
+    that (cr.store.trust); when only an untrusted one does, that recipe's trust decides.
+    When no recipe offers it any more (the recipe was edited after the lock was resolved,
+    or the lock came from elsewhere), the lock still wins, with a warning saying how to
+    take the recipe's new choice (resolve again), but only with the user's consent
+    (trusted=True, which --trust gives): nothing trusted vouches for it.
     """
     name, version = entry.get("name"), entry.get("version")
     source, recorded = entry.get("source"), entry.get("install")
@@ -80,16 +85,42 @@ def install_locked(entry: dict, interpreter: str, offline: bool = False) -> Soft
         what = f"method {source!r}" + (f" without {', '.join(k for k in needed if not recorded.get(k))}" if needed else "")
         raise CRError(f"the lock's entry for software {name} {version} names an incomplete install ({what})",
                       hint="resolve again to get a complete lock: cr resolve REF")
-    recipe = load_recipe(name)
     method = InstallMethod(source, None, (version,), dict(recorded))
-    if not any(_recorded_as(m, version) == recorded for m in recipe.install if m.method == source and version in m.versions):
+    recipe = _recipe_offering(name, source, version, recorded)
+    if recipe is None:
+        recipe = load_recipe(name)
         reporter().warning(
             f"the recipe of {name} ({recipe.path}) no longer offers what the lock recorded for {version} ({source}"
             + (f": {' '.join(method.packages_for(version))}" if recorded.get("packages") else "")
             + "); installing what the lock says. Resolve again (cr resolve REF) to take the recipe's current choice")
+        if not trusted:
+            from ..store.trust import Item, require
+
+            detail = recorded.get("script") or recorded.get("url") or " ".join(method.packages_for(version))
+            require([Item(recipe.repo or "?", f"software:{name}@{version} (as the lock recorded it)", f"{source} install", str(detail))],
+                    f"installing {name} {version} as the lock says")
+        recipe = dataclasses.replace(recipe, trusted=True)
     platform = host.current_platform()
     return _install_with(recipe, method, version, f"=={version}", offline, host.resolve_interpreter(interpreter),
                          platform.fingerprint)
+
+
+def _recipe_offering(name: str, source: str, version: str, recorded: dict) -> Recipe | None:
+    """The recipe of name that offers exactly the recorded install (a trusted one first), or None."""
+    from ..store.catalog import open_index
+    from .recipe import recipe_of
+
+    index = open_index(kind="software", name=name)
+    try:
+        offering = []
+        for comp in index.components(kind="software", name=name):
+            recipe = recipe_of(comp, index)
+            if any(_recorded_as(m, version) == recorded for m in recipe.install if m.method == source and version in m.versions):
+                offering.append(recipe)
+    finally:
+        index.close()
+    offering.sort(key=lambda r: not r.trusted)
+    return offering[0] if offering else None
 
 
 # What a lock entry's install record must hold for each method to be run as it says.
@@ -106,7 +137,18 @@ def _recorded_as(method: InstallMethod, version: str) -> dict:
 
 def _install_with(recipe: Recipe, method: InstallMethod, version: str, spec: str | None, offline: bool, interp: str,
                   fingerprint: str) -> SoftwareEnv:
-    """The one installation core: a method at a version, built in a staging dir, then registered."""
+    """The one installation core: a method at a version, built in a staging dir, then registered.
+
+    Nothing runs from an untrusted recipe (cr.store.trust): it raises Untrusted listing
+    exactly what would have run. --offline never runs a script.
+    """
+    if not recipe.trusted:
+        from ..store.trust import recipe_items, require
+
+        require(recipe_items(recipe, methods=[method], probes=False), f"installing {recipe.name} {version}")
+    if offline and method.method == "script":
+        raise CRError(f"offline: installing {recipe.name} {version} would run its install script, and --offline never runs one",
+                      hint=f"run without --offline, or install it yourself and run: cr detect software {recipe.name}")
     if method.method == "apt":
         return _install_apt(recipe, method, version, spec, offline, interp)
     env = SoftwareEnv(
@@ -282,7 +324,8 @@ def _stream(cmd: list[str], task: str, env: dict | None = None, cwd: Path | None
     tail: deque[str] = deque(maxlen=40)
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=env, cwd=cwd, text=True, errors="replace", bufsize=1)
+                                env=env, cwd=cwd, text=True, errors="replace", bufsize=1,
+                                preexec_fn=die_with_parent())  # pip, apt, a script: gone when cr is killed
     except OSError as exc:
         raise CRError(f"cannot run {cmd[0]} ({exc.strerror or exc})", hint="check that it is installed and executable") from None
     steps = 0
@@ -464,7 +507,7 @@ def _run_script(recipe: Recipe, method: InstallMethod, version: str, prefix: Pat
     env = host._clean_env()
     env.update({
         "PREFIX": str(prefix), "VERSION": version, "CR_FINAL_PREFIX": str(final_prefix),
-        "CR_RECIPE_DIR": str(Path(recipe.path).parent) if recipe.path else "", "CR_OFFLINE": "1" if offline else "0",
+        "CR_RECIPE_DIR": str(Path(recipe.path).parent) if recipe.path else "",
     })
     code, tail = _stream(["/bin/sh", "-e", "-c", method.spec["script"]], f"install {recipe.name}", env=env, cwd=build)
     if code != 0:

@@ -117,16 +117,20 @@ class Recipe:
     deps: tuple[Requirement, ...]
     path: str = ""
     meta: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    #: the repository it comes from, and whether what it runs may take effect (cr.store.trust)
+    repo: str = field(default="", compare=False)
+    trusted: bool = field(default=True, compare=False)
 
     @classmethod
-    def from_meta(cls, meta: dict, path: str = "") -> "Recipe":
+    def from_meta(cls, meta: dict, path: str = "", repo: str = "", trusted: bool = True) -> "Recipe":
         name = meta["name"]
         methods = tuple(
             InstallMethod(m["method"], m.get("marker"), tuple(m.get("versions", ())), m)
             for m in meta.get("install", ())
         )
         deps = tuple(parse_requirement(d, requested_by=f"software:{name}") for d in meta.get("deps", ()))
-        return cls(name, meta["uid"], meta["version"], tuple(meta.get("detect", ())), methods, dict(meta.get("env", {})), deps, path, meta)
+        return cls(name, meta["uid"], meta["version"], tuple(meta.get("detect", ())), methods, dict(meta.get("env", {})), deps, path, meta,
+                   repo, trusted)
 
     def methods_for(self, markers: dict, capabilities=frozenset()) -> list[InstallMethod]:
         """Install methods usable on a platform, in the recipe's order of preference.
@@ -172,17 +176,34 @@ class Recipe:
 
 def load_recipe(name: str, index=None) -> Recipe:
     """The recipe for software `name` from the registered repositories (highest precedence)."""
-    from ..store.catalog import resolve
+    from ..store.catalog import open_index, resolve
 
+    own = index is None
+    if own:
+        index = open_index(kind="software", name=name)
     try:
-        comp = resolve(f"software:{name}", index)
-    except NotFound:
-        broken = _invalid_recipe_error(name, index)
-        if broken:
-            raise InvalidMeta(f"the recipe for software {name!r} is invalid: {broken}", hint="fix the recipe; cr check software shows every problem") from None
-        raise NotFound(f"unknown software {name!r}: no recipe for it", hint="cr find software lists the recipes") from None
-    meta = index.meta_of(comp) if index is not None else comp.load_meta()
-    return Recipe.from_meta(meta, str(comp.meta_path))
+        try:
+            comp = resolve(f"software:{name}", index)
+        except NotFound:
+            broken = _invalid_recipe_error(name, index)
+            if broken:
+                raise InvalidMeta(f"the recipe for software {name!r} is invalid: {broken}", hint="fix the recipe; cr check software shows every problem") from None
+            raise NotFound(f"unknown software {name!r}: no recipe for it", hint="cr find software lists the recipes") from None
+        return _recipe(comp, index.meta_of(comp), index)
+    finally:
+        if own:
+            index.close()
+
+
+def recipe_of(comp, index) -> Recipe:
+    """The Recipe of an indexed software component, with its repository and trust."""
+    return _recipe(comp, index.meta_of(comp), index)
+
+
+def _recipe(comp, meta: dict, index) -> Recipe:
+    from ..store.trust import component_trusted
+
+    return Recipe.from_meta(meta, str(comp.meta_path), comp.repo, component_trusted(comp, meta, index))
 
 
 def _invalid_recipe_error(name: str, index=None) -> str | None:
@@ -205,10 +226,17 @@ def _invalid_recipe_error(name: str, index=None) -> str | None:
     return None
 
 
-def load_recipes(index) -> dict[str, Recipe]:
-    """Every recipe in the index, by software name (highest precedence wins)."""
+def load_recipes(index, prefer_repo: str | None = None) -> dict[str, Recipe]:
+    """Every recipe in the index, by software name (highest precedence wins; an untrusted copy
+    never wins over a trusted one that differs: cr.store.trust.prefer_trusted; prefer_repo:
+    that repository's recipes first, for a solution that came with them)."""
+    from ..store.trust import prefer_trusted
+
     out: dict[str, Recipe] = {}
-    for comp in index.components(kind="software"):
+    components = prefer_trusted(index.components(kind="software"), index)
+    if prefer_repo is not None:
+        components = [c for c in components if c.repo == prefer_repo] + [c for c in components if c.repo != prefer_repo]
+    for comp in components:
         if comp.name not in out:
-            out[comp.name] = Recipe.from_meta(index.meta_of(comp), str(comp.meta_path))
+            out[comp.name] = _recipe(comp, index.meta_of(comp), index)
     return out

@@ -17,7 +17,7 @@ from ..errors import Conflict, CRError, InvalidMeta, NotFound, RepoError
 from ..fsutil import atomic_write_bytes, atomic_write_json, json_bytes, sha256_file
 from ..paths import cr_home, ensure_home
 from . import registry
-from .catalog import open_index, resolve, verify_files, writer_index
+from .catalog import component_sha256, open_index, resolve, verify_files, writer_index
 from .index import Component
 from .meta import Problem, load_json, validate, validate_repo_meta
 from .refs import check_kind, check_name, parse_version
@@ -224,6 +224,8 @@ def check(target: str | Path | None = None) -> CheckReport:
                 _check_repo(repo, report)
             index.refresh()
             for what, comps in index.duplicates():
+                if len({component_sha256(index.meta_of(c)) for c in comps}) == 1:
+                    continue  # identical copies (an unpacked archive's, say): nothing is shadowed
                 where = "; ".join(f"{c.repo}: {c.meta_path}" for c in comps)
                 report.problems.append(Problem(str(comps[1].meta_path), "", f"duplicate {what} (also in {comps[0].repo}); precedence keeps {comps[0].repo}: {where}"))
         finally:

@@ -24,6 +24,7 @@ from . import registry
 from .index import Component, Index
 from .refs import Ref, check_kind, parse_ref, parse_spec, parse_version
 from .repository import REPO_FILE, Repo
+from .trust import prefer_trusted
 
 __all__ = [
     "Component", "FileCheck", "open_index", "find", "resolve", "matching", "show", "verify_files",
@@ -72,67 +73,96 @@ def find(
         if repo is not None and repo not in index.rank:
             raise RepoError(f"no repository named {repo!r}", hint="cr repo list shows the registered ones")
         found = index.components(kind=kind, name=exact, tags=want, not_tags=avoid, repo=repo)
+        if name and exact is None:
+            import fnmatch
+
+            found = [c for c in found if fnmatch.fnmatchcase(c.name, name)]
+        if spec is not None:
+            found = [c for c in found if spec.contains(parse_version(c.version), prereleases=True)]
+        found = prefer_trusted(found, index)
+        _warn_shadowed(found, index)
     finally:
         index.close()
-    if name and exact is None:
-        import fnmatch
-
-        found = [c for c in found if fnmatch.fnmatchcase(c.name, name)]
-    if spec is not None:
-        found = [c for c in found if spec.contains(parse_version(c.version), prereleases=True)]
-    _warn_shadowed(found)
     return found
 
 
-def _warn_shadowed(components: list[Component]) -> None:
+def _warn_shadowed(components: list[Component], index: Index) -> None:
+    """A warning for each component hidden by another of the same kind/name/version whose
+    content differs (identical copies, such as an unpacked archive's, are no news)."""
     first: dict[tuple[str, str, str], Component] = {}
     for c in components:
         key = (c.kind, c.name, c.version)
-        if key in first and first[key].uid != c.uid:
-            reporter().warning(f"{c.ref} in repo {c.repo!r} is shadowed by the one in repo {first[key].repo!r}")
-        elif key not in first:
+        if key not in first:
             first[key] = c
+        elif component_sha256(index.meta_of(c)) != component_sha256(index.meta_of(first[key])):
+            reporter().warning(f"{c.ref} in repo {c.repo!r} is shadowed by the one in repo {first[key].repo!r}, "
+                               "which differs from it")
 
 
-def resolve(ref: str | Ref, index: Index | None = None) -> Component:
-    """The component a ref means: the newest matching version, from the highest-precedence repo."""
-    return matching(ref, index)[0]
+def resolve(ref: str | Ref, index: Index | None = None, prefer_repo: str | None = None) -> Component:
+    """The component a ref means: the newest matching version, from the highest-precedence repo
+    (prefer_repo: that repository first, for what a solution names; see matching)."""
+    return matching(ref, index, prefer_repo)[0]
 
 
-def matching(ref: str | Ref, index: Index | None = None) -> list[Component]:
+def matching(ref: str | Ref, index: Index | None = None, prefer_repo: str | None = None) -> list[Component]:
     """Every component ref may mean, best first (newest version, highest-precedence repo).
 
     A version with a local label (``1.0.0+onnx``, what ``cr compile`` writes) satisfies
     ``==1.0.0`` in PEP 440; a spec that names no label prefers the unlabelled versions, so
     ``model:x@1.0.0`` keeps meaning the original after a compile. Without a spec, the
     newest version wins, labelled or not.
+
+    Among copies of one version, an untrusted repository's never wins over a trusted one
+    whose content differs (cr.store.trust.prefer_trusted), except for prefer_repo: the
+    components a solution names come from the solution's own repository first, so that an
+    archive's solution runs with the archive's components (their code still needs consent)
+    while everything else keeps the trusted ones.
     """
     ref = parse_ref(ref) if isinstance(ref, str) else ref
     own = index is None
     index = index or open_index(kind=ref.kind, name=ref.name)
     try:
         candidates = index.components(kind=ref.kind, name=ref.name)
+        if prefer_repo is not None and any(c.repo == prefer_repo for c in candidates):
+            candidates = _prefer(candidates, prefer_repo)
+        else:
+            candidates = prefer_trusted(candidates, index)
         repos = [r.name for r in index.repos]
+        if not candidates:
+            raise NotFound(
+                f"no component {ref.kind}:{ref.name}",
+                hint=f"searched repositories: {', '.join(repos)}; cr find {ref.kind} lists what exists",
+            )
+        matching = [c for c in candidates if ref.matches_version(c.version)]
+        if not matching:
+            versions = ", ".join(dict.fromkeys(c.version for c in candidates))
+            raise NotFound(f"no version of {ref.kind}:{ref.name} matches {ref.spec!r}", hint=f"available versions: {versions}")
+        if ref.spec and "+" not in ref.spec:
+            plain = [c for c in matching if "+" not in c.version]
+            matching = plain or matching
+        best = matching[0]
+        same = [c for c in matching[1:] if c.version == best.version]
+        if same:  # an identical copy (an unpacked archive's) is no news; a differing one is
+            digest = component_sha256(index.meta_of(best))
+            for other in same:
+                if component_sha256(index.meta_of(other)) != digest:
+                    reporter().warning(f"{best.ref} from repo {best.repo!r} shadows the one in repo {other.repo!r}")
     finally:
         if own:
             index.close()
-    if not candidates:
-        raise NotFound(
-            f"no component {ref.kind}:{ref.name}",
-            hint=f"searched repositories: {', '.join(repos)}; cr find {ref.kind} lists what exists",
-        )
-    matching = [c for c in candidates if ref.matches_version(c.version)]
-    if not matching:
-        versions = ", ".join(dict.fromkeys(c.version for c in candidates))
-        raise NotFound(f"no version of {ref.kind}:{ref.name} matches {ref.spec!r}", hint=f"available versions: {versions}")
-    if ref.spec and "+" not in ref.spec:
-        plain = [c for c in matching if "+" not in c.version]
-        matching = plain or matching
-    best = matching[0]
-    for other in matching[1:]:
-        if other.version == best.version and other.uid != best.uid:  # an identical copy (an unpacked archive's) is no news
-            reporter().warning(f"{best.ref} from repo {best.repo!r} shadows the one in repo {other.repo!r}")
     return matching
+
+
+def _prefer(components: list[Component], repo: str) -> list[Component]:
+    """components with, within each kind/name/version, repo's copy first (order otherwise kept)."""
+    out = list(components)
+    for i, c in enumerate(components):
+        if c.repo == repo:
+            first = next(j for j, o in enumerate(out) if (o.kind, o.name, o.version) == (c.kind, c.name, c.version))
+            out.remove(c)
+            out.insert(first, c)
+    return out
 
 
 @dataclass(frozen=True)
@@ -164,12 +194,13 @@ def verify_files(component_dir: Path, meta: dict) -> list[FileCheck]:
     return checks
 
 
-def show(ref: str | Ref, verify: bool = True) -> dict:
-    """A component's meta, location and (with verify) the checksum state of its files."""
+def show(ref: str | Ref, verify: bool = True, prefer_repo: str | None = None) -> dict:
+    """A component's meta, location and (with verify) the checksum state of its files
+    (prefer_repo: see matching)."""
     ref = parse_ref(ref) if isinstance(ref, str) else ref
     index = open_index(kind=ref.kind, name=ref.name)
     try:
-        comp = resolve(ref, index)
+        comp = resolve(ref, index, prefer_repo)
         meta = index.meta_of(comp)
     finally:
         index.close()
@@ -270,6 +301,7 @@ def repo_list() -> list[dict]:
             "url": repo.url,
             "ref": repo.ref,
             "exists": (repo.path / REPO_FILE).is_file(),
+            "trusted": repo.is_trusted,
             "components": counts.get(repo.name, 0),
         })
     return out

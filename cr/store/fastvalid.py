@@ -28,7 +28,7 @@ _SCHEMA_MAP = frozenset({"properties", "patternProperties", "$defs"})
 _SCHEMA_LIST = frozenset({"anyOf", "oneOf"})
 _VALUES = frozenset({
     "$ref", "type", "enum", "const", "pattern", "format", "required", "minimum",
-    "exclusiveMinimum", "minItems", "maxItems", "uniqueItems",
+    "exclusiveMinimum", "maximum", "exclusiveMaximum", "minItems", "maxItems", "uniqueItems",
 })
 KEYWORDS = ANNOTATIONS | _SUBSCHEMA | _SCHEMA_MAP | _SCHEMA_LIST | _VALUES
 
@@ -256,6 +256,12 @@ class Validator:
                     return False
             elif key == "exclusiveMinimum":
                 if _TYPES["number"](inst) and inst <= val:
+                    return False
+            elif key == "maximum":
+                if _TYPES["number"](inst) and inst > val:
+                    return False
+            elif key == "exclusiveMaximum":
+                if _TYPES["number"](inst) and inst >= val:
                     return False
             elif key == "minItems":
                 if isinstance(inst, list) and len(inst) < val:

@@ -24,11 +24,14 @@ from pathlib import Path
 
 from ..errors import InvalidMeta, StoreError
 from ..events import reporter
+from ..jsonio import not_regular
 from .meta import decode_json_bytes, load_json, parse_json_text, read_bytes, schema_fingerprint, validate
 from .repository import Repo
 
 INDEX_FILE = "index.sqlite"
-INDEX_FORMAT = "2"
+# 3: metas are read by cr.jsonio (NaN, lone surrogates and nesting deeper than its
+# MAX_DEPTH refused): an index built before holds such metas as valid, so it is rebuilt
+INDEX_FORMAT = "3"
 # A file modified this recently before it was indexed ('racy') may change again within
 # the file system's timestamp granularity without its (mtime, size) changing: the next
 # refresh reads it again and compares the sha256 of its bytes (parsing it only if they
@@ -114,8 +117,14 @@ class RefreshStats:
     rehashed: int = 0
 
 
-def _read(meta_path: str) -> tuple[bytes | None, str | None]:
-    """(bytes, None), or (None, error) when the file cannot be read."""
+def _read(meta_path: str, st: os.stat_result | None = None) -> tuple[bytes | None, str | None]:
+    """(bytes, None), or (None, error) when the file cannot be read.
+
+    st: the file's stat from the scan. Something that is not a regular file (a FIFO, a
+    socket, a device named meta.json) is an error without being opened; what is opened is
+    opened non-blocking and checked again (cr.jsonio.read_file)."""
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return None, not_regular(meta_path, st.st_mode).message
     try:
         return read_bytes(Path(meta_path)), None
     except InvalidMeta as exc:
@@ -134,7 +143,7 @@ def _parse(meta_path: str, repo: Repo, data: bytes | None, read_error: str | Non
         return None, None, read_error
     try:
         text = decode_json_bytes(data, meta_path)
-        meta = parse_json_text(text, meta_path)
+        meta = parse_json_text(text, meta_path)  # bounded in depth: validation cannot recurse far
     except InvalidMeta as exc:
         return None, None, exc.message
     problems = validate(meta, meta_path, kind=repo.kind if repo.layout == "name" else None)
@@ -353,14 +362,14 @@ class Index:
         for repo, meta_path, st, digest in racy:
             # (mtime, size) unchanged, but it was indexed right after it was written
             stats.rehashed += 1
-            data, read_error = _read(meta_path)
+            data, read_error = _read(meta_path, st)
             if data is not None and _digest(data) == digest:
                 if now - st.st_mtime_ns > RACY_NS:
                     settled.append(meta_path)  # read again once old enough: trusted from now on
                 continue
             changed.append((repo, meta_path, st))
         for repo, meta_path, st in changed:
-            data, read_error = _read(meta_path)
+            data, read_error = _read(meta_path, st)
             meta, text, error = _parse(meta_path, repo, data, read_error)
             rows.append((repo, meta_path, st, now, _digest(data), meta, text, error))
             stats.parsed += 1
@@ -443,7 +452,7 @@ class Index:
         path = str(meta_path)
         st = os.stat(path)
         if meta is None or data is None:
-            data, read_error = _read(path)
+            data, read_error = _read(path, st)
             meta, text, error = _parse(path, repo, data, read_error)
         else:
             text, error = data.decode("utf-8"), None

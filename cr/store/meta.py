@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .. import jsonio
 from ..errors import CRError, InvalidMeta
 from .refs import KINDS, parse_ref, parse_version
 
@@ -31,40 +32,29 @@ class Problem:
 
 
 def load_json(path: Path) -> dict:
-    """Parse a JSON object from path; InvalidMeta names the file, line and column on failure."""
-    return parse_json_text(decode_json_bytes(read_bytes(path), str(path)), str(path))
+    """Parse a JSON object from path; InvalidMeta names the file, line and column on failure.
+
+    Read and parsed by cr.jsonio: a regular file only (a FIFO is refused, never waited
+    on), bounded in size and in nesting depth (checked here, so validation never recurses
+    deeply), NaN and Infinity refused."""
+    where = str(path)
+    return parse_json_text(jsonio.read_file(path, where=where), where)
 
 
 def read_bytes(path: Path) -> bytes:
-    """The bytes of a meta file; InvalidMeta naming the file when it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise InvalidMeta(f"{path}: file not found") from None
-    except OSError as exc:
-        raise InvalidMeta(f"{path}: cannot read ({exc.strerror})") from None
+    """The bytes of a meta file; InvalidMeta naming the file when it cannot be read, is not
+    a regular file (never opened blocking) or is too large (cr.jsonio.read_file)."""
+    return jsonio.read_file(path, where=str(path))
 
 
 def decode_json_bytes(data: bytes, where: str) -> str:
     """UTF-8 text with universal newlines (as a text-mode read gives), or InvalidMeta."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidMeta(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    return jsonio.decode(data, where)
 
 
-def parse_json_text(text: str, where: str) -> dict:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidMeta(
-            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-            hint="fix the JSON syntax (a trailing comma or a missing quote is the usual cause)",
-        ) from None
+def parse_json_text(text: str | bytes, where: str) -> dict:
+    """The JSON object of text (cr.jsonio.loads: bounded depth, no NaN); InvalidMeta otherwise."""
+    data = jsonio.loads(text, where)
     if not isinstance(data, dict):
         raise InvalidMeta(f"{where}: /: expected a JSON object, found {type(data).__name__}")
     return data
@@ -300,7 +290,7 @@ def validate_repo_meta(meta: object, file: str = "cr-repo.json") -> list[Problem
     if _is_valid_fast(meta, "repo"):
         problems = []
     else:
-        problems = [Problem(file, *describe_error(e)) for e in _validator("repo").iter_errors(meta)]
+        problems = _too_deep(meta, file) or _schema_problems(meta, file, "repo")
     if meta.get("layout") == "name" and "kind" not in meta:
         problems.append(Problem(file, "", "missing required field 'kind' (a 'name' layout holds one kind)"))
     return sorted(set(problems), key=lambda p: (p.pointer, p.message))
@@ -315,9 +305,23 @@ def validate(meta: object, file: str = "meta.json", kind: str | None = None) -> 
         return [Problem(file, "/kind", f"expected one of {', '.join(KINDS)}, found {_found(kind)}")]
     if _is_valid_fast(meta, kind):
         return []
-    problems = []
-    for error in _validator(kind).iter_errors(meta):
-        pointer, message = describe_error(error)
-        problems.append(Problem(file, pointer, message))
-    problems = sorted(set(problems), key=lambda p: (p.pointer, p.message))
-    return problems
+    problems = _too_deep(meta, file) or _schema_problems(meta, file, kind)
+    return sorted(set(problems), key=lambda p: (p.pointer, p.message))
+
+
+def _too_deep(meta: dict, file: str) -> list[Problem]:
+    """[the Problem] when meta nests deeper than cr.jsonio.MAX_DEPTH, else []: jsonschema
+    (which recurses) never sees such a meta. load_json refuses them already; this guards
+    metas built in memory."""
+    try:
+        jsonio.check_depth(meta, file)
+    except jsonio.InvalidJSON:
+        return [Problem(file, "", f"nested deeper than {jsonio.MAX_DEPTH} levels (no meta cr writes nests this deep)")]
+    return []
+
+
+def _schema_problems(meta: dict, file: str, kind: str) -> list[Problem]:
+    try:
+        return [Problem(file, *describe_error(error)) for error in _validator(kind).iter_errors(meta)]
+    except RecursionError:  # not deep by check_depth, yet too deep for this stack
+        return [Problem(file, "", "nested too deeply to validate")]

@@ -7,7 +7,6 @@ processes and crashes cannot leave it half-written.
 """
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,17 +56,19 @@ def ensure_local_repo(home: Path | None = None) -> Repo:
 
 def _read_registry(home: Path) -> list[dict]:
     path = home / REGISTRY_FILE
+    from ..jsonio import InvalidJSON, MissingFile, load_file
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        data = load_file(path)
+    except MissingFile:
         return []
-    except OSError as exc:
-        raise StoreError(
-            f"cannot read {path} ({exc.strerror})",
-            hint="CR_HOME must be a readable, writable directory: set CR_HOME, e.g. export CR_HOME=~/.reefkit",
-        ) from None
+    except InvalidJSON as exc:
+        if "cannot read" in exc.message:
+            raise StoreError(exc.message, hint="CR_HOME must be a readable, writable directory: set CR_HOME, "
+                                               "e.g. export CR_HOME=~/.reefkit") from None
+        raise StoreError(f"{path} is damaged ({exc.message.split(': ', 1)[-1]})",
+                         hint="fix it by hand, or move it away and re-register your repos with cr repo add / cr repo pull") from None
     try:
-        data = json.loads(text)
         entries = data["repos"]
         if not isinstance(entries, list) or not all(isinstance(e, dict) and "name" in e and "path" in e for e in entries):
             raise ValueError("'repos' must be a list of objects with name and path")

@@ -92,6 +92,9 @@ class Repo:
         listdir(path) lists the sub-directories of path as paths (default: read it); the
         index passes one that remembers listings (what it yields may also name entries
         that turn out not to be directories: their meta is simply not found).
+        Whatever stats as the meta file is yielded with its stat, also a FIFO, a socket or
+        a device: the caller must not open it blindly (the index reports it as an invalid
+        component from the stat alone; cr.jsonio.read_file refuses it without blocking).
         """
         listdir = listdir or _dirs
         stat, sep, meta_file = os.stat, os.sep, self.meta_file

@@ -226,15 +226,21 @@ def compare(job: dict) -> dict:
             raise CRError(f"backends {base} and {other} ran different samples", hint="this is a bug in cr: report it")
         a = [np.asarray(r[0], dtype=np.float64) for r in runs[base]["raw"]]
         b = [np.asarray(r[0], dtype=np.float64) for r in runs[other]["raw"]]
-        diffs = [float(np.max(np.abs(x - y))) if x.shape == y.shape else float("inf") for x, y in zip(a, b)]
+        # outputs of different shapes have no difference to measure: named, and the pair fails
+        # (JSON has no infinity, so none is written)
+        mismatched = [ids[i] for i, (x, y) in enumerate(zip(a, b)) if x.shape != y.shape]
+        diffs = [float(np.max(np.abs(x - y))) for x, y in zip(a, b) if x.shape == y.shape and x.size]
         agree = [int(np.argmax(x)) == int(np.argmax(y)) for x, y in zip(a, b)]
-        worst = int(np.argmax(diffs)) if diffs else 0
+        shaped = [i for i, (x, y) in enumerate(zip(a, b)) if x.shape == y.shape and x.size]
+        worst = shaped[int(np.argmax(diffs))] if diffs else 0
         pairs.append({
-            "backends": [base, other], "samples": len(ids), "max_abs_diff": max(diffs) if diffs else 0.0,
-            "mean_max_abs_diff": float(np.mean(diffs)) if diffs else 0.0, "worst_sample": ids[worst] if ids else None,
+            "backends": [base, other], "samples": len(ids),
+            "max_abs_diff": None if mismatched else (max(diffs) if diffs else 0.0),
+            "mean_max_abs_diff": None if mismatched else (float(np.mean(diffs)) if diffs else 0.0),
+            "worst_sample": ids[worst] if ids else None, "shape_mismatch": mismatched[:20],
             "top1_agreement": sum(agree) / len(agree) if agree else 1.0,
             "disagreements": [ids[i] for i, ok in enumerate(agree) if not ok][:20],
-            "ok": (max(diffs) if diffs else 0.0) <= tolerance and all(agree),
+            "ok": not mismatched and (max(diffs) if diffs else 0.0) <= tolerance and all(agree),
         })
     return {"parity": {"tolerance": tolerance, "reference": base, "pairs": pairs,
                        "outcome": "PASS" if all(p["ok"] for p in pairs) else "FAIL"}}
