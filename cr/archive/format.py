@@ -58,10 +58,15 @@ def unsafe_name(name: str) -> str | None:
     """Why an entry name cannot be written inside a target directory, or None when it is safe.
 
     Refused: empty names, absolute paths, drive letters and other colons, backslashes,
-    control characters, '.' / '..' / empty components (and so directory entries, which end
-    with '/'), over-long names.
+    control, format (bidi, zero-width), private-use, unassigned and line/paragraph
+    separator characters (cr.store.refs.REFUSED_CATEGORIES), characters Windows refuses in
+    file names, '.' / '..' / empty components (and so directory entries, which end with
+    '/'), components that end with a dot or a space or that are Windows device names
+    (CON, nul.txt, COM1, ...), over-long names.
     """
-    if not name:
+    from ..store.refs import device_name, odd_character
+
+    if not isinstance(name, str) or not name:
         return "has an empty name"
     if name.startswith("/"):
         return "is an absolute path"
@@ -71,8 +76,12 @@ def unsafe_name(name: str) -> str | None:
         return "contains a backslash (a Windows path separator)"
     if ":" in name:
         return "contains ':' (a drive or stream separator on Windows)"
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        return "contains a control character"
+    odd = odd_character(name)
+    if odd:
+        return f"contains {odd}"
+    bad = next((c for c in name if c in _WINDOWS_REFUSED), None)
+    if bad:
+        return f"contains {bad!r} (Windows refuses it in file names)"
     parts = name.split("/")
     if ".." in parts:
         return "escapes the target ('..')"
@@ -80,9 +89,17 @@ def unsafe_name(name: str) -> str | None:
         return "is a directory entry (archives hold files only)"
     if any(p in ("", ".") for p in parts):
         return "has an empty or '.' path component"
-    if len(name.encode("utf-8")) > 1024 or any(len(p.encode("utf-8")) > 255 for p in parts):
+    if len(name.encode("utf-8", "surrogatepass")) > 1024 or any(len(p.encode("utf-8", "surrogatepass")) > 255 for p in parts):
         return "is too long"
+    for part in parts:
+        if part[-1] in ". ":
+            return f"has a path component ending with a dot or a space ({part!r}; Windows drops them)"
+        if device_name(part):
+            return f"has a path component that is a Windows device name ({part!r})"
     return None
+
+
+_WINDOWS_REFUSED = frozenset('<>"|?*')
 
 
 def name_key(name: str) -> str:

@@ -7,8 +7,26 @@ import sys
 import click
 
 
+# C0 and C1 control characters (ESC starts terminal escape sequences), DEL, and the bidi and
+# zero-width format characters that make text look other than it is.
+_UNSAFE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f, *range(0x80, 0xa0))}
+_UNSAFE.update({c: f"\\u{c:04x}" for c in (0x200b, 0x200c, 0x200d, 0x200e, 0x200f, *range(0x202a, 0x202f),
+                                            *range(0x2066, 0x206a), 0xfeff)})
+
+
+def clean(text) -> str:
+    """text with control characters and bidi/zero-width marks shown as escapes, for printing
+    strings that came from elsewhere (a record, a meta) to a terminal: they cannot move the
+    cursor, recolour the screen or reorder what the user reads. Tabs and newlines stay."""
+    return str(text).translate(_UNSAFE)
+
+
+# In JSON, what JSON does not escape itself (C1 controls, DEL, bidi and zero-width marks) as \\uXXXX.
+_JSON_UNSAFE = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7f}
+
+
 def emit_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_JSON_UNSAFE))
 
 
 def _console(stderr: bool = False):
@@ -22,7 +40,7 @@ def table(columns: list[str], rows: list[list], title: str | None = None, empty:
     if not rows:
         click.echo(empty, err=True)
         return
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    cells = [["" if v is None else clean(v) for v in row] for row in rows]
     if not sys.stdout.isatty():
         click.echo(plain_table(columns, cells, title))
         return
@@ -40,8 +58,10 @@ def table(columns: list[str], rows: list[list], title: str | None = None, empty:
         # last, free-text column gives way and is cut with an ellipsis.
         t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=10 if last else widths[i],
                      max_width=max(10, room) if last else None)
+    from rich.text import Text
+
     for row in cells:
-        t.add_row(*row)
+        t.add_row(*(Text(cell) for cell in row))  # plain text: a "[red]" in a name is not markup
     console.print(t)
 
 

@@ -18,6 +18,12 @@ Three probe types (recipes/<name>/recipe.json, DESIGN.md "Recipe"):
 
 A probe that hangs is abandoned after its timeout and becomes a warning; so does one that
 fails in any other way. The scan always goes on.
+
+What a probe prints is untrusted and bounded: an executable probe is stopped after
+OUTPUT_LIMIT bytes of output, its regex sees each line of that cut to LINE_LIMIT
+characters, and every regex of a scan runs in one child interpreter (Matcher) that is
+killed when a match runs past the probe's timeout; the python-probe child's answer lines
+are bounded too, and every field of them is type-checked before use.
 """
 from __future__ import annotations
 
@@ -26,14 +32,17 @@ import json
 import os
 import queue
 import re
+import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..errors import InvalidMeta
 from ..events import reporter
 from . import envs as envs_mod
 from . import host
@@ -41,12 +50,24 @@ from .envs import SoftwareEnv
 from .recipe import Recipe
 
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 3600.0  # a probe's own timeout is capped (a recipe may say 1e308)
+# What a probe may make cr hold, whatever it prints: the first OUTPUT_LIMIT bytes of its
+# output (then it is stopped), the regex sees each line of those cut to LINE_LIMIT
+# characters, and runs in a child interpreter that is killed with the probe's timeout (a
+# regex such as '(a+)+$' backtracks for ever on some lines).
+OUTPUT_LIMIT = 64 * 1024
+LINE_LIMIT = 4096
+ANSWER_LIMIT = 64 * 1024  # one answer line of the python-probe child
+MAX_CANDIDATES = 32  # executables one probe may run (its names and the matches of its paths globs)
+MAX_FILES = 1024  # files one glob of a probe may yield
+MAX_WILD_PARTS = 2  # path components of a glob that may hold wildcards (/usr/local/cuda-*/lib64/libcudart.so.*)
+MAX_VERSION = 256  # characters of a version as a probe reports it
 # Directories every program already searches: exporting them would put system copies
 # in front of the envs composed after them (a PATH=/usr/bin export would shadow a venv's
 # python), so detected software found there exports nothing.
 SYSTEM_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 SYSTEM_LIB_DIRS = frozenset({"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"})
-_VERSION_HEAD = re.compile(r"\d+(?:\.\d+)*")
+_VERSION_HEAD = re.compile(r"[0-9]+(?:\.[0-9]+)*")  # ASCII digits: \d is any Unicode digit
 
 
 @dataclass
@@ -68,6 +89,10 @@ def detect(names=None, interpreter: str | None = None, timeout: float = DEFAULT_
     A previously detected env whose software changed in place (same location, another
     version) is replaced; one whose files are gone is dropped (envs.list_envs).
     """
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        from ..errors import CRError
+
+        raise CRError(f"invalid probe timeout {timeout!r}", hint="give a positive number of seconds, e.g. --timeout 10")
     recipes = _recipes(names)
     platform = host.current_platform()
     markers = platform.markers()
@@ -94,18 +119,24 @@ def scan(recipes, markers: dict, capabilities, interpreter: str, timeout: float,
     """Run the applicable probes of recipes; the envs found (not registered), in recipe order."""
     jobs = {"python": [], "executable": [], "library": []}
     for recipe in recipes:
-        for i, probe in recipe.probes_for(markers, capabilities):
+        try:
+            probes = recipe.probes_for(markers, capabilities)
+        except InvalidMeta as exc:  # a marker that cannot be evaluated here: this recipe only
+            reporter().warning(f"detect {recipe.name}: {exc.message}; skipped its probes")
+            continue
+        for i, probe in probes:
             if probe.get("type") == "executable" and not recipe.trusted:
                 _refuse_probe(recipe, i, probe)
                 continue
             jobs.setdefault(probe.get("type"), []).append(_Job(recipe, i, probe))
     results: dict[int, list[SoftwareEnv]] = {}
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool, Matcher() as matcher:
         python_future = pool.submit(_python_probes, jobs["python"], interpreter, timeout, fingerprint) if jobs["python"] else None
-        exe_futures = [(job, pool.submit(_executable_probe, job, interpreter, timeout, fingerprint)) for job in jobs["executable"]]
-        for job in jobs["library"]:
-            results[id(job)] = _library_probe(job, fingerprint)
-        for job, future in exe_futures:
+        if jobs["executable"]:
+            pool.submit(matcher.start)  # its start-up overlaps with the probes
+        futures = [(job, pool.submit(_executable_probe, job, interpreter, timeout, fingerprint, matcher)) for job in jobs["executable"]]
+        futures += [(job, pool.submit(_library_probe, job, timeout, fingerprint, matcher)) for job in jobs["library"]]
+        for job, future in futures:
             results[id(job)] = future.result()
         if python_future is not None:
             for job, found in python_future.result():
@@ -131,15 +162,25 @@ def _refuse_probe(recipe: Recipe, index: int, probe: dict) -> None:
 
 # -- version and exports helpers -------------------------------------------------------
 
-def _version(raw: str, where: str) -> str | None:
-    """raw as a PEP 440 version; a trailing non-PEP 440 part ('3.11.7+') is cut, with a warning."""
-    from packaging.version import InvalidVersion, Version
+def _version(raw: object, where: str) -> str | None:
+    """raw as a PEP 440 version; a trailing non-PEP 440 part ('3.11.7+') is cut, with a warning.
 
+    What a probe says is untrusted text: anything but a short string of printable ASCII is
+    not a version (cr.store.refs.parse_version is what every later reader applies)."""
+    from ..errors import InvalidRef
+    from ..store.refs import parse_version
+
+    if not isinstance(raw, str):
+        reporter().warning(f"detect {where}: the probe gave {type(raw).__name__}, not a version; skipped it")
+        return None
     raw = raw.strip()
+    if len(raw) > MAX_VERSION:
+        reporter().warning(f"detect {where}: {raw[:40]!r}... ({len(raw)} characters) is not a version; skipped it")
+        return None
     try:
-        Version(raw)
+        parse_version(raw)
         return raw
-    except InvalidVersion:
+    except InvalidRef:
         pass
     m = _VERSION_HEAD.match(raw)
     if not m:
@@ -168,22 +209,82 @@ class ProbeTimeout(Exception):
     pass
 
 
-def run_bounded(cmd: list[str], timeout: float, env: dict | None = None, stdin_text: str | None = None) -> tuple[int, str]:
-    """(exit code, stdout+stderr) of cmd; ProbeTimeout after timeout s, its whole process group killed.
+def run_bounded(cmd: list[str], timeout: float, env: dict | None = None, stdin_data: bytes | None = None,
+                limit: int = OUTPUT_LIMIT) -> tuple[int | None, str]:
+    """(exit code, stdout+stderr) of cmd, bounded: ProbeTimeout after timeout s, and at most
+    `limit` bytes of output, its whole process group killed in either case.
 
-    The child gets its own session so that a hanging grandchild (a shell wrapper's
-    child) is killed with it and cannot keep our pipes open.
+    A probe that prints more than `limit` bytes (400 MB of 'y', say) is stopped there: the
+    exit code is then None and the text is the first `limit` bytes, so what cr holds never
+    grows with what a probe prints. The child gets its own session so that a hanging
+    grandchild (a shell wrapper's child) is killed with it and cannot keep our pipes open.
+    stdin_data is written to its stdin (default: no stdin).
     """
     proc = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+        cmd, stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=_neutral_cwd(),
     )
     try:
-        out, _ = proc.communicate(stdin_text.encode() if stdin_text is not None else None, timeout=timeout)
+        out, full = _read_bounded(proc, min(timeout, MAX_TIMEOUT), limit, stdin_data)
+        if full:
+            _kill_group(proc, drain=False)
+    except BaseException:
+        _kill_group(proc, drain=False)
+        raise
+    finally:
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+    return (None if full else proc.returncode), out.decode("utf-8", "replace")
+
+
+def _read_bounded(proc: subprocess.Popen, timeout: float, limit: int, stdin_data: bytes | None) -> tuple[bytes, bool]:
+    """(output, whether it reached `limit` bytes): feed stdin_data and read proc's stdout
+    until it closes and proc exits, or until `limit` bytes came; ProbeTimeout when that
+    takes longer than timeout s."""
+    deadline = time.monotonic() + timeout
+    kept = bytearray()
+    out_fd = proc.stdout.fileno()
+    pending = memoryview(stdin_data or b"")
+    with selectors.DefaultSelector() as sel:
+        sel.register(out_fd, selectors.EVENT_READ)
+        if proc.stdin is not None:
+            if pending:
+                os.set_blocking(proc.stdin.fileno(), False)
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        while out_fd in sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProbeTimeout()
+            for key, _ in sel.select(left):
+                if key.fd == out_fd:
+                    chunk = os.read(out_fd, min(1 << 16, limit + 1 - len(kept)))
+                    if not chunk:
+                        sel.unregister(out_fd)
+                        continue
+                    kept += chunk
+                    if len(kept) > limit:
+                        return bytes(kept[:limit]), True
+                    continue
+                try:
+                    pending = pending[os.write(key.fd, pending[:1 << 16]):]
+                except BlockingIOError:
+                    continue
+                except OSError:  # it closed its stdin (BrokenPipeError): it reads no more
+                    pending = pending[:0]
+                if not pending:
+                    sel.unregister(key.fd)
+                    proc.stdin.close()
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
         raise ProbeTimeout() from None
-    return proc.returncode, out.decode("utf-8", "replace")
+    return bytes(kept), False
 
 
 def _kill_group(proc: subprocess.Popen, drain: bool = True) -> None:
@@ -213,12 +314,214 @@ def _probe_env() -> dict:
     return env
 
 
+# -- regexes from recipes ----------------------------------------------------------------
+
+class MatchFailed(Exception):
+    """The recipe's regex could not be applied (invalid, or it ran past the probe's time)."""
+
+
+# Runs in a fresh interpreter (-I -S: nothing of the environment, no site). One request
+# per line (a regex, its flags, lists of lines); for each list it answers, on one line, the
+# groups cr reads of the first line that matches (or null). Only these groups travel back.
+_MATCH_SCRIPT = r"""
+import json, re, sys
+out = sys.stdout
+out.write("ready\n")
+out.flush()
+for raw in sys.stdin.buffer:
+    req = json.loads(raw.decode("ascii"))
+    try:
+        rx = re.compile(req["regex"], req["flags"])
+    except Exception as e:
+        out.write(json.dumps({"error": ("%s: %s" % (type(e).__name__, e))[:500]}) + "\n")
+        out.flush()
+        continue
+    answers = []
+    for lines in req["texts"]:
+        got = None
+        for line in lines:
+            m = rx.search(line)
+            if m:
+                named = m.groupdict()
+                got = {"named": dict((k, named.get(k)) for k in ("version", "location", "interpreter")),
+                       "first": m.group(1) if rx.groups else m.group(0)}
+                break
+        answers.append(got)
+    out.write(json.dumps({"matches": answers}) + "\n")
+    out.flush()
+"""
+_MATCH_GROUPS = ("version", "location", "interpreter")
+_MATCHER_STARTUP = 10.0  # seconds the matcher's interpreter may take to start, on top of a request's
+
+
+def _lines(text: str) -> list[str]:
+    """text's lines (without their ends), each cut to LINE_LIMIT characters."""
+    return [line[:LINE_LIMIT].rstrip("\r") for line in text.split("\n")]
+
+
+class Matcher:
+    """Applies recipes' regexes in ONE child interpreter per scan, killed and started afresh
+    when a request runs past its time.
+
+    A recipe's regex is data from a repository, and some regexes backtrack for ever
+    ('(a+)+$' on a line of a's ending in a b); Python's re cannot be stopped from another
+    thread, so they run in a child. Requests from several threads take turns. Without an
+    interpreter to start (sys.executable empty) they run in this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._buf = bytearray()
+        self._ready = False
+        self._done = False
+
+    def __enter__(self) -> "Matcher":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._done = True
+            self.close(locked=True)
+
+    def start(self) -> None:
+        """Start the child now (its start-up then overlaps with the probes)."""
+        with self._lock:
+            if self._proc is None and sys.executable and not self._done:
+                try:
+                    self._spawn()
+                except OSError:
+                    self._proc = None  # match() says why
+
+    def _spawn(self) -> None:
+        self._buf, self._ready = bytearray(), False
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _MATCH_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env={"LC_ALL": "C"}, start_new_session=True, cwd=_neutral_cwd(),
+        )
+
+    def match(self, pattern: str, flags: int, texts: list[list[str]], timeout: float) -> list[dict | None]:
+        """For each list of lines, the groups ('version', 'location', 'interpreter' and
+        'first': group 1, or the whole match) of the first line pattern matches, or None;
+        MatchFailed when the regex is invalid or runs for more than timeout s."""
+        if not any(texts):
+            return [None] * len(texts)
+        if not sys.executable:
+            return _match_here(pattern, flags, texts)
+        payload = json.dumps({"regex": pattern, "flags": flags, "texts": texts}).encode("ascii") + b"\n"
+        limit = 4096 + 12 * (len(_MATCH_GROUPS) + 1) * LINE_LIMIT * len(texts)
+        with self._lock:
+            try:
+                if self._proc is None:
+                    self._spawn()
+                if not self._ready:
+                    try:
+                        self._line(time.monotonic() + _MATCHER_STARTUP, 64)
+                    except ProbeTimeout:
+                        raise EOFError(f"{sys.executable} did not start within {_MATCHER_STARTUP:g} s") from None
+                    self._ready = True
+                self._proc.stdin.write(payload)
+                self._proc.stdin.flush()
+                raw = self._line(time.monotonic() + timeout, limit)
+            except ProbeTimeout:
+                self.close(locked=True)
+                raise MatchFailed(f"it ran for more than {round(timeout, 1):g} s (a regex that backtracks without end?)") from None
+            except OSError as exc:
+                self.close(locked=True)
+                raise MatchFailed(f"cannot run {sys.executable} to apply it ({exc.strerror or exc})") from None
+            except EOFError as exc:
+                self.close(locked=True)
+                raise MatchFailed(f"applying it failed ({exc})") from None
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("error"), str):
+            raise MatchFailed(f"it is not a valid regular expression ({data['error']})")
+        matches = data.get("matches") if isinstance(data, dict) else None
+        if not (isinstance(matches, list) and len(matches) == len(texts) and all(_match_shape(m) for m in matches)):
+            raise MatchFailed("applying it gave no answer cr can read")
+        return matches
+
+    def _line(self, deadline: float, limit: int) -> bytes:
+        """The child's next answer line (at most limit bytes); ProbeTimeout past deadline."""
+        fd = self._proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buf:
+                if len(self._buf) > limit:
+                    raise EOFError(f"an answer over {limit} bytes")
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise ProbeTimeout()
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise EOFError("its interpreter stopped")
+                self._buf += chunk
+        line, _, rest = bytes(self._buf).partition(b"\n")
+        self._buf = bytearray(rest)
+        return line
+
+    def close(self, locked: bool = False) -> None:
+        if not locked:
+            with self._lock:
+                return self.close(locked=True)
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _kill_group(proc, drain=False)
+            for pipe in (proc.stdin, proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
+
+def match_lines(pattern: str, flags: int, texts: list[list[str]], timeout: float, matcher: Matcher | None = None) -> list[dict | None]:
+    """Matcher.match, in a matcher of its own unless one is given."""
+    if matcher is not None:
+        return matcher.match(pattern, flags, texts, timeout)
+    with Matcher() as own:
+        return own.match(pattern, flags, texts, timeout)
+
+
+def _match_shape(m: object) -> bool:
+    return m is None or (
+        isinstance(m, dict) and isinstance(m.get("named"), dict)
+        and all(isinstance(v, (str, type(None))) for v in [m.get("first"), *m["named"].values()])
+    )
+
+
+def _match_here(pattern: str, flags: int, texts: list[list[str]]) -> list[dict | None]:
+    try:
+        rx = re.compile(pattern, flags)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        raise MatchFailed(f"it is not a valid regular expression ({exc})") from None
+    out: list[dict | None] = []
+    for lines in texts:
+        m = next((m for m in map(rx.search, lines) if m), None)
+        out.append(None if m is None else {
+            "named": {k: m.groupdict().get(k) for k in _MATCH_GROUPS},
+            "first": m.group(1) if rx.groups else m.group(0),
+        })
+    return out
+
+
+def _limit(probe: dict, timeout: float) -> float:
+    """The probe's own timeout (else the scan's), capped at MAX_TIMEOUT."""
+    value = probe.get("timeout", timeout)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        value = timeout
+    return min(float(value), MAX_TIMEOUT)
+
+
 # -- executable probes -----------------------------------------------------------------
 
-def _candidates(probe: dict, interpreter: str) -> list[str]:
-    """Executables a probe names: PATH lookups, absolute paths, {interpreter}, then paths globs."""
+def _candidates(probe: dict, interpreter: str, deadline: float, where: str) -> list[str]:
+    """Executables a probe names: PATH lookups, absolute paths, {interpreter}, then paths globs
+    (at most MAX_CANDIDATES: a glob such as /usr/bin/* would run every program there)."""
     out: list[str] = []
     for name in probe.get("names", ()):
+        if not name or "\0" in name:
+            continue
         if name == "{interpreter}":
             path = interpreter
         elif os.sep in name:
@@ -228,7 +531,7 @@ def _candidates(probe: dict, interpreter: str) -> list[str]:
         if path:
             out.append(os.path.abspath(path))
     for pattern in probe.get("paths", ()):
-        for path in sorted(glob.glob(pattern)):
+        for path in _glob(pattern, deadline, where):
             if os.path.isfile(path) and os.access(path, os.X_OK):
                 out.append(path)
     seen, unique = set(), []
@@ -240,17 +543,44 @@ def _candidates(probe: dict, interpreter: str) -> list[str]:
     return unique
 
 
-def _executable_probe(job: _Job, interpreter: str, timeout: float, fingerprint: str) -> list[SoftwareEnv]:
+_WILDCARD = re.compile(r"[*?[]")
+
+
+def _glob(pattern: str, deadline: float, where: str) -> list[str]:
+    """The sorted matches of an absolute glob, bounded: at most MAX_FILES of them, none
+    looked for past deadline, and no pattern with wildcards in more than MAX_WILD_PARTS
+    path components ('/*/*/*/*/*' would walk the file system, which probes never do)."""
+    if "\0" in pattern:
+        return []
+    if not os.path.isabs(pattern):
+        reporter().warning(f"detect {where}: glob {pattern!r} is not an absolute path; not searched")
+        return []
+    if sum(bool(_WILDCARD.search(part)) for part in pattern.split(os.sep)) > MAX_WILD_PARTS:
+        reporter().warning(f"detect {where}: glob {pattern!r} has wildcards in more than {MAX_WILD_PARTS} path components; not searched")
+        return []
+    found = []
+    for path in glob.iglob(pattern):
+        found.append(path)
+        if len(found) >= MAX_FILES or time.monotonic() > deadline:
+            break
+    return sorted(found)
+
+
+def _executable_probe(job: _Job, interpreter: str, timeout: float, fingerprint: str, matcher: Matcher | None = None) -> list[SoftwareEnv]:
     probe = job.probe
-    limit = float(probe.get("timeout", timeout))
-    regex = re.compile(probe.get("regex") or r"(\d+(?:\.\d+)+)", re.MULTILINE)
-    candidates = _candidates(probe, interpreter)
+    limit = _limit(probe, timeout)
+    deadline = time.monotonic() + limit
+    candidates = _candidates(probe, interpreter, deadline, job.where)
+    if len(candidates) > MAX_CANDIDATES:
+        reporter().warning(f"detect {job.where}: it names {len(candidates)} executables; ran the first {MAX_CANDIDATES}")
+        candidates = candidates[:MAX_CANDIDATES]
+    args = [str(a) for a in probe.get("args", ())]
     env = _probe_env()
 
     def run(path: str):
         try:
-            return run_bounded([path, *probe.get("args", ())], limit, env=env)
-        except (ProbeTimeout, OSError) as exc:
+            return run_bounded([path, *args], limit, env=env)
+        except (ProbeTimeout, OSError, ValueError) as exc:  # ValueError: a NUL in an argument
             return exc
 
     # Candidates run side by side: wrappers such as pyenv's shims cost ~0.1 s each.
@@ -259,32 +589,51 @@ def _executable_probe(job: _Job, interpreter: str, timeout: float, fingerprint: 
             answers = list(pool.map(run, candidates))
     else:
         answers = [run(path) for path in candidates]
-    found: list[SoftwareEnv] = []
+    outputs: list[tuple[str, list[str], int, str]] = []
     for path, answer in zip(candidates, answers):
-        cmd = [path, *probe.get("args", ())]
+        cmd = " ".join([path, *args])
         if isinstance(answer, ProbeTimeout):
-            reporter().warning(f"detect {job.recipe.name}: `{' '.join(cmd)}` did not answer within {limit:g} s; skipped it")
+            reporter().warning(f"detect {job.recipe.name}: `{cmd}` did not answer within {limit:g} s; skipped it")
             continue
         if isinstance(answer, OSError):
             reporter().warning(f"detect {job.recipe.name}: cannot run {path} ({answer.strerror or answer}); skipped it")
             continue
+        if isinstance(answer, ValueError):
+            reporter().warning(f"detect {job.recipe.name}: cannot run {cmd!r} ({answer}); skipped it")
+            continue
         code, out = answer
-        m = regex.search(out)
-        if not m:
-            first = out.strip().splitlines()[:1]
+        outputs.append((path, _lines(out), code, cmd))
+    if not outputs:
+        return []
+    try:
+        matches = match_lines(probe.get("regex") or r"(\d+(?:\.\d+)+)", re.MULTILINE, [o[1] for o in outputs],
+                              max(deadline - time.monotonic(), min(limit, 2.0)), matcher)
+    except MatchFailed as exc:
+        reporter().warning(f"detect {job.where}: the recipe's regex was not applied: {exc}; skipped it")
+        return []
+    found: list[SoftwareEnv] = []
+    for (path, lines, code, cmd), m in zip(outputs, matches):
+        if m is None:
+            first = next((line for line in lines if line.strip()), None)
             reporter().warning(
-                f"detect {job.recipe.name}: `{' '.join(cmd)}` exited {code} and its output does not match the recipe's regex"
-                + (f" (it said: {first[0][:120]})" if first else "")
+                f"detect {job.recipe.name}: `{cmd}` "
+                + (f"exited {code} and its output does not match" if code is not None
+                   else f"was stopped and its first {OUTPUT_LIMIT // 1024} KiB of output do not match")
+                + " the recipe's regex"
+                + (f" (it said: {first.strip()[:120]!r})" if first else "")
             )
             continue
-        groups = m.groupdict()
-        raw = groups.get("version") or (m.group(1) if m.re.groups else m.group(0))
-        version = _version(raw or "", f"{job.recipe.name} ({path})")
+        groups = m["named"]
+        version = _version(groups.get("version") or m["first"] or "", f"{job.recipe.name} ({path})")
         if not version:
             continue
         interp = (groups.get("interpreter") or "").strip()
+        location = (groups.get("location") or "").strip()
+        if "\0" in interp or "\0" in location:
+            reporter().warning(f"detect {job.recipe.name}: `{cmd}` names a location with a NUL character; skipped it")
+            continue
         interp = host.canonical_interpreter(interp) if interp else ""
-        location = (groups.get("location") or "").strip() or interp or os.path.realpath(path)
+        location = location or interp or os.path.realpath(path)
         exports = _dir_export("PATH", os.path.dirname(location), SYSTEM_BIN_DIRS)
         found.append(SoftwareEnv(
             name=job.recipe.name, version=version, origin="detected", source="system", platform=fingerprint,
@@ -302,29 +651,49 @@ def _library_dirs() -> list[str]:
     return dirs
 
 
-def _library_probe(job: _Job, fingerprint: str) -> list[SoftwareEnv]:
+def _library_probe(job: _Job, timeout: float, fingerprint: str, matcher: Matcher | None = None) -> list[SoftwareEnv]:
     probe = job.probe
-    regex = re.compile(probe.get("regex") or r"\.so\.(\d+(?:\.\d+)+)$")
     files: list[str] = []
     dirs = None
+    deadline = time.monotonic() + _limit(probe, timeout)
     for pattern in probe.get("globs", ()):
         if os.sep in pattern:
-            files += sorted(glob.glob(pattern))
-        else:
+            files += _glob(pattern, deadline, job.where)
+        elif pattern:
             dirs = dirs if dirs is not None else _library_dirs()
             for d in dirs:
-                files += sorted(glob.glob(os.path.join(glob.escape(d), pattern)))
-    found: dict[str, SoftwareEnv] = {}
+                if os.path.isabs(d):
+                    files += _glob(os.path.join(glob.escape(d), pattern), deadline, job.where)
+        if len(files) >= MAX_FILES:
+            reporter().warning(f"detect {job.where}: its globs match more than {MAX_FILES} files; looked at the first {MAX_FILES}")
+            files = files[:MAX_FILES]
+            break
+    candidates: list[tuple[str, str]] = []
     seen: set[str] = set()
     for path in files:
+        if time.monotonic() > deadline:
+            reporter().warning(f"detect {job.where}: looking at the files its globs match took more than {_limit(probe, timeout):g} s; "
+                               "looked at those seen so far")
+            break
         real = os.path.realpath(path)
         if real in seen or not os.path.isfile(real):
             continue
         seen.add(real)
-        m = regex.search(os.path.basename(path)) or regex.search(os.path.basename(real))
-        if not m:
+        candidates.append((path, real))
+    if not candidates:
+        return []
+    try:
+        matches = match_lines(probe.get("regex") or r"\.so\.(\d+(?:\.\d+)+)$", 0,
+                              [[os.path.basename(p)[:LINE_LIMIT], os.path.basename(r)[:LINE_LIMIT]] for p, r in candidates],
+                              max(deadline - time.monotonic(), min(_limit(probe, timeout), 2.0)), matcher)
+    except MatchFailed as exc:
+        reporter().warning(f"detect {job.where}: the recipe's regex was not applied: {exc}; skipped it")
+        return []
+    found: dict[str, SoftwareEnv] = {}
+    for (path, real), m in zip(candidates, matches):
+        if m is None:
             continue
-        version = _version(m.groupdict().get("version") or (m.group(1) if m.re.groups else m.group(0)), f"{job.recipe.name} ({path})")
+        version = _version(m["named"].get("version") or m["first"] or "", f"{job.recipe.name} ({path})")
         if not version or version in found:
             continue
         found[version] = SoftwareEnv(
@@ -419,7 +788,7 @@ def probe(p):
             value = getattr(value, part)
         if callable(value):
             value = value()
-        res["version"] = str(value)
+        res["version"] = str(value)[:1000]
     else:
         res["error"] = "no version: no metadata for %s and no attribute to read" % (", ".join(names) or "its distribution")
     if via_extra:
@@ -431,7 +800,11 @@ for i, p in enumerate(req["probes"]):
     try:
         r = probe(p)
     except BaseException as e:
-        r = {"found": False, "error": "%s: %s" % (type(e).__name__, e)}
+        try:
+            why = "%s: %s" % (type(e).__name__, e)
+        except BaseException:
+            why = "an exception that cannot be shown"
+        r = {"found": False, "error": why[:1000]}
     r["i"] = i
     say(r)
 """
@@ -474,8 +847,24 @@ def _run_batch(jobs: list[_Job], interpreter: str, timeout: float, extra: list[s
     lines: queue.Queue = queue.Queue()
 
     def read() -> None:
-        for raw in proc.stdout:
-            lines.put(raw)
+        # One answer line per probe: a line longer than ANSWER_LIMIT is dropped as it is
+        # read, and once enough lines came for every probe the rest is read and dropped
+        # (the child writes on the descriptor it keeps, which a module it imports may find).
+        budget = (len(jobs) + 1) * ANSWER_LIMIT
+        try:
+            while True:
+                raw = proc.stdout.readline(ANSWER_LIMIT + 1)
+                if not raw:
+                    break
+                if len(raw) > ANSWER_LIMIT and not raw.endswith(b"\n"):
+                    while raw and not raw.endswith(b"\n"):  # the rest of that line
+                        raw = proc.stdout.readline(ANSWER_LIMIT)
+                    continue
+                if budget > 0:
+                    budget -= len(raw)
+                    lines.put(raw)
+        except (OSError, ValueError):
+            pass
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
@@ -488,12 +877,12 @@ def _run_batch(jobs: list[_Job], interpreter: str, timeout: float, extra: list[s
     actual = None
     why = "stopped without answering"
     # The first line (the header) gets extra time: it pays for the interpreter's start-up.
-    deadline = time.monotonic() + timeout + 5.0
+    deadline = time.monotonic() + min(timeout, MAX_TIMEOUT) + 5.0
     while len(answers) < len(jobs):
         try:
             raw = lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
-            limit = float(jobs[len(answers)].probe.get("timeout", timeout)) if actual is not None else timeout
+            limit = _limit(jobs[len(answers)].probe, timeout) if actual is not None else timeout
             why = f"did not answer within {limit:g} s"
             _kill_group(proc, drain=False)
             break
@@ -502,14 +891,19 @@ def _run_batch(jobs: list[_Job], interpreter: str, timeout: float, extra: list[s
             break
         try:
             data = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict):
             continue
         if actual is None and "interpreter" in data:
-            actual = host.canonical_interpreter(data["interpreter"]) if data["interpreter"] else interpreter
+            given = data["interpreter"]
+            actual = host.canonical_interpreter(given) if isinstance(given, str) and given and "\0" not in given else interpreter
+        elif actual is not None and data.get("i") == len(answers) and not isinstance(data.get("i"), bool):
+            answers.append(data)  # the answer to the next probe (what else a module prints there is dropped)
         else:
-            answers.append(data)
+            continue
         if len(answers) < len(jobs):
-            deadline = time.monotonic() + float(jobs[len(answers)].probe.get("timeout", timeout))
+            deadline = time.monotonic() + _limit(jobs[len(answers)].probe, timeout)
     else:
         try:
             proc.wait(timeout=5)
@@ -520,23 +914,36 @@ def _run_batch(jobs: list[_Job], interpreter: str, timeout: float, extra: list[s
     return answers, why, actual
 
 
+def _text(value: object, limit: int = 1000) -> str:
+    """A field of the python-probe child's answer as text ('' for anything but a string):
+    the child imports modules cr does not control, which may write to its answer channel."""
+    return value[:limit] if isinstance(value, str) else ""
+
+
 def _python_env(job: _Job, answer: dict, interpreter: str, fingerprint: str) -> list[SoftwareEnv]:
-    if answer.get("error") and answer.get("found"):
-        reporter().warning(f"detect {job.recipe.name}: module {job.probe.get('module')!r} found at {answer.get('location')} but {answer['error']}")
+    module = job.probe.get("module")
+    error, location = _text(answer.get("error")), _text(answer.get("location"), 4096)
+    if error and answer.get("found"):
+        reporter().warning(f"detect {job.recipe.name}: module {module!r} found at {location!r} but {error!r}")
         return []
-    if answer.get("error"):
-        reporter().warning(f"detect {job.recipe.name}: probing module {job.probe.get('module')!r} failed: {answer['error']}")
+    if error:
+        reporter().warning(f"detect {job.recipe.name}: probing module {module!r} failed: {error!r}")
         return []
-    if not answer.get("found") or not answer.get("version"):
+    if answer.get("found") is not True or not answer.get("version"):
         return []
-    version = _version(answer["version"], f"{job.recipe.name} ({answer.get('location')})")
+    version = _version(answer["version"], f"{job.recipe.name} ({location})")
     if not version:
         return []
+    if "\0" in location:
+        return []
     # Importable by default: nothing to export. Found only through our PYTHONPATH: export it.
-    exports = {"PYTHONPATH": [answer["entry"]]} if answer.get("via_extra") and answer.get("entry") else {}
+    entry = _text(answer.get("entry"), 4096)
+    exports = {"PYTHONPATH": [entry]} if answer.get("via_extra") is True and entry and "\0" not in entry else {}
+    installer = _text(answer.get("installer"), 64).lower()
+    source = installer if re.fullmatch(r"[a-z0-9][a-z0-9._-]*", installer) else "system"
     return [SoftwareEnv(
-        name=job.recipe.name, version=version, origin="detected", source=(answer.get("installer") or "system").lower(),
-        platform=fingerprint, location=answer.get("location", ""), interpreter=interpreter, exports=exports,
+        name=job.recipe.name, version=version, origin="detected", source=source,
+        platform=fingerprint, location=location, interpreter=interpreter, exports=exports,
         recipe_uid=job.recipe.uid,
     )]
 
