@@ -46,3 +46,28 @@ def set_reporter(new: Reporter) -> Reporter:
     global _current
     old, _current = _current, new
     return old
+
+
+class _WithoutInfo(Reporter):
+    """Passes warnings and progress on to another reporter, drops infos."""
+
+    def __init__(self, inner: Reporter) -> None:
+        self.inner = inner
+
+    def warning(self, message: str) -> None:
+        self.inner.warning(message)
+
+    def progress(self, task: str, done: int, total: int | None) -> None:
+        self.inner.progress(task, done, total)
+
+
+class quiet_info:
+    """with quiet_info(): infos (routine steps such as resolving a lock) are not shown;
+    warnings and progress still are."""
+
+    def __enter__(self):
+        self._old = set_reporter(_WithoutInfo(reporter()))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        set_reporter(self._old)

@@ -1,11 +1,46 @@
 """Small file-system helpers shared across the package: atomic writes and hashing."""
 from __future__ import annotations
 
+import _thread
 import json
 import os
 from pathlib import Path
 
 from .errors import StoreError
+
+_umask: int | None = None
+_umask_lock = _thread.allocate_lock()  # threading's Lock, without importing threading
+
+
+def umask() -> int:
+    """This process's umask, read once (the files cr writes get 0666 & ~umask, as open() gives).
+
+    Read from /proc/self/status ("Umask:") where the kernel offers it, which changes
+    nothing; elsewhere os.umask is set and put back, once, under a lock and at import
+    (before a program's threads create files), so that no thread sees it changed.
+    """
+    global _umask
+    if _umask is None:
+        with _umask_lock:
+            if _umask is None:
+                _umask = _read_umask()
+    return _umask
+
+
+def _read_umask() -> int:
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8) & 0o777
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old & 0o777
+
+
+umask()  # at import: see umask()
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
@@ -28,6 +63,7 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
             hint="check that the directory exists and is writable, or set CR_HOME elsewhere",
         ) from None
     try:
+        _chmod_default(fd, tmp)  # mkstemp's files are 0600: give the one open() would
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             if durable:
@@ -51,6 +87,14 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
                 hint="check free disk space and permissions, or set CR_HOME elsewhere",
             ) from exc
         raise
+
+
+def _chmod_default(fd: int, path: str) -> None:
+    mode = 0o666 & ~umask()
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:
+        os.chmod(path, mode)
 
 
 def json_bytes(data: object) -> bytes:

@@ -10,8 +10,13 @@
  * attribute values with setAttribute on a fixed list of harmless attributes, links are
  * built here from validated uids, and charts draw text on a canvas. No innerHTML.
  *
+ * Robustness rule: a record is data from anywhere. A schema-valid record may hold a string,
+ * a list, null or a huge number wherever the schema leaves a field open, so every value
+ * read from a record goes through obj() / arr() / isNum() (or String()) before a method is
+ * called on it; a view never assumes a field's type.
+ *
  * Routes: #/leaderboard, #/pareto, #/result/<uid>, #/compare/<uid>,<uid>[,...]
- * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, paretoPoints, errors).
+ * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, paretoPoints, pareto, errors).
  */
 (function () {
   "use strict";
@@ -26,16 +31,23 @@
 
   var hook = window.CR_DASHBOARD = {
     ready: false, view: "", renders: 0, rowsTotal: 0, rowsShown: 0, rowsFiltered: 0,
-    paretoPoints: 0, firstRowsAt: null, errors: []
+    paretoPoints: 0, pareto: null, firstRowsAt: null, errors: []
   };
   window.addEventListener("error", function (e) { hook.errors.push(String(e.message || e)); });
   window.addEventListener("unhandledrejection", function (e) { hook.errors.push(String(e.reason)); });
+  // Asynchronous work of the current view (a result loading, a chart drawing): hook.pending
+  // is 0 when the page shows everything it is going to.
+  hook.pending = 0;
+  function track(promise) {
+    hook.pending++;
+    return promise.then(function (v) { hook.pending--; return v; }, function (e) { hook.pending--; throw e; });
+  }
 
   var S = {
     index: null, rows: [], strings: [],
-    filters: { task: "", name: "", backend: "", platform: "", precision: "", scenario: "", q: "" },
+    filters: { task: "", dataset: "", name: "", backend: "", platform: "", precision: "", scenario: "", config: "", q: "" },
     sort: { col: null, dir: 1 }, page: 0, pageSize: 100, selected: new Set(),
-    paretoX: "latency", paretoLog: true, charts: [], token: 0, view: null,
+    paretoX: null, paretoLog: true, charts: [], token: 0, view: null,
     cache: null, rowsByKey: null, partial: {}
   };
   var BIG_FILTER = 300;  // a filter with more values than this is a text box
@@ -80,6 +92,10 @@
   // ---------------------------------------------------------------- formatting
   var DASH = "\u2014";
   function isNum(v) { return typeof v === "number" && isFinite(v); }
+  // A record's member as an object ({} when it is anything else: null, a list, a string...) or as a list.
+  function obj(v) { return v !== null && typeof v === "object" && !Array.isArray(v) ? v : {}; }
+  function arr(v) { return Array.isArray(v) ? v : []; }
+  function txt(v) { return v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v); }
   function fmtDur(ns) {
     if (!isNum(ns)) return DASH;
     var a = Math.abs(ns);
@@ -168,7 +184,7 @@
       S.rows.forEach(function (r) {
         if (r.bench_uid) locations.set(r.bench_uid, r.bench_loc);
         if (r.validate_uid) locations.set(r.validate_uid, r.validate_loc);
-      });
+      });  // (other_uid: data/runs.js knows where)
     }
     if (locations.has(uid)) return Promise.resolve(locations.get(uid));
     return loadRuns().then(function (runs) {
@@ -198,13 +214,14 @@
     if (!runsPromise) {
       runsPromise = loadScript("data/runs.js").then(function () {
         var runs = decodeColumns(window.CR_DATA_RUNS, S.strings);
-        var byKey = new Map(), where = new Map();
+        var byKey = new Map(), where = new Map(), keys = new Map();
         runs.forEach(function (r) {
           if (!byKey.has(r.key)) byKey.set(r.key, []);
           byKey.get(r.key).push(r);
           where.set(r.uid, r.loc);
+          keys.set(r.uid, r.key);
         });
-        return { byKey: byKey, locations: where };
+        return { byKey: byKey, locations: where, keys: keys };
       });
     }
     return runsPromise;
@@ -225,42 +242,60 @@
     });
   }
 
-  // Record -> its configuration key, exactly as the builder computes it (records.summarise).
-  function str(v, n) { return v === null || v === undefined ? "" : String(v).slice(0, n || 200); }
+  // Record -> the leaderboard rows of its configuration. The rows that show the record itself
+  // (by uid) name the configuration exactly; for an older run, the key is computed as the
+  // builder does (records.summarise: Python's str() of each field, cut to its length).
+  function pyStr(v, n) {
+    if (v === null || v === undefined) return "";
+    if (v === true || v === false) return v ? "True" : "False";
+    return Array.from(typeof v === "object" ? JSON.stringify(v) : String(v)).slice(0, n || 200).join("");
+  }
   function recordKey(rec) {
-    var c = (rec.components || [])[0] || {};
-    var b = rec.backend || {}, cfg = rec.config || {}, p = rec.pipeline || {}, pl = rec.platform || {};
-    return [str(c.ref) || "unknown", str(b.name || cfg.backend, 60) || "unknown", str(p.variant || cfg.variant, 80),
-            str(p.precision, 40), str(pl.fingerprint, 40) || "unknown"].join("\u0000");
+    var c = obj(arr(rec.components).filter(function (x) { return x && typeof x === "object" && !Array.isArray(x); })[0]);
+    var b = obj(rec.backend), cfg = obj(rec.config), p = obj(rec.pipeline), pl = obj(rec.platform);
+    return [pyStr(c.ref) || "unknown", pyStr(b.name || cfg.backend, 60) || "unknown", pyStr(p.variant || cfg.variant, 80),
+            pyStr(p.precision, 40), pyStr(pl.fingerprint, 40) || "unknown"].join("\u0000");
   }
   function rowKey(r) { return [r.subject, r.backend, r.variant, r.precision, r.platform].join("\u0000"); }
-  function rowsFor(rec) {
+  function indexRows() {
     if (!S.rowsByKey) {
       S.rowsByKey = new Map();
+      S.rowsByUid = new Map();
+      S.rowsByPosition = new Map();
       S.rows.forEach(function (r) {
         var k = rowKey(r);
         if (!S.rowsByKey.has(k)) S.rowsByKey.set(k, []);
         S.rowsByKey.get(k).push(r);
+        if (!S.rowsByPosition.has(r.key)) S.rowsByPosition.set(r.key, S.rowsByKey.get(k));
+        [r.bench_uid, r.validate_uid, r.other_uid].forEach(function (u) { if (u && !S.rowsByUid.has(u)) S.rowsByUid.set(u, r); });
       });
     }
-    return S.rowsByKey.get(recordKey(rec)) || [];
+  }
+  // The rows of rec's configuration, the row that shows rec first.
+  function rowsFor(rec) {
+    indexRows();
+    var own = S.rowsByUid.get(rec.uid);
+    var rows = own ? S.rowsByPosition.get(own.key) || [own] : S.rowsByKey.get(recordKey(rec)) || [];
+    return own ? [own].concat(rows.filter(function (r) { return r !== own; })) : rows;
   }
 
   // ---------------------------------------------------------------- filters
   var FILTERS = [
     ["task", "Task", function (r) { return r.task; }, null],
+    ["dataset", "Dataset", function (r) { return r.dataset; }, null],
     ["name", "Model", function (r) { return r.name; }, null],
     ["backend", "Backend", function (r) { return r.backend; }, null],
     ["platform", "Platform", function (r) { return r.platform; }, function (r) { return r.platform_label; }],
     ["precision", "Precision", function (r) { return r.precision; }, null],
-    ["scenario", "Scenario", function (r) { return r.scenario; }, null]
+    ["scenario", "Scenario", function (r) { return r.scenario; }, null],
+    ["config", "Config", function (r) { return r.config; }, null]
   ];
 
   function searchText(r) {
     if (r._q === undefined) {
-      r._q = [r.name, r.version, r.subject, r.task, r.backend, r.backend_version, r.variant, r.precision,
-              r.platform_label, r.platform, r.arch, r.scenario, r.outcome, r.validity, r.error, r.reproduction,
-              r.bench_uid, r.validate_uid].concat(r.tags).join("\n").toLowerCase();
+      r._q = [r.name, r.version, r.subject, r.task, r.dataset, r.backend, r.backend_version, r.variant, r.precision,
+              r.platform_label, r.platform, r.arch, r.scenario, r.config, r.outcome, r.validity, r.error, r.reproduction,
+              r.bench_uid, r.validate_uid, r.other_uid].concat(r.tags).join("\n").toLowerCase();
     }
     return r._q;
   }
@@ -357,21 +392,28 @@
   var COLUMNS = [
     { id: "name", label: "Model / solution", sortValue: function (r) { return r.name + "\u0000" + r.version; },
       cell: function (r) {
-        var uid = r.bench_uid || r.validate_uid;
+        var uid = r.bench_uid || r.validate_uid || r.other_uid;
         var links = [];
         if (r.bench_uid) links.push(h("a", { href: resultHref(r.bench_uid) }, "benchmark"));
         if (r.validate_uid) links.push(links.length ? " \u00B7 " : "", h("a", { href: resultHref(r.validate_uid) }, "validation"));
-        return [h("a", { href: resultHref(uid), class: "subject" }, r.name), " ", h("span", { class: "sub" }, r.version),
+        if (r.other_uid) links.push(h("a", { href: resultHref(r.other_uid) }, r.other_action || "result"));
+        var name = uid ? h("a", { href: resultHref(uid), class: "subject" }, r.name) : h("span", { class: "subject" }, r.name);
+        return [name, " ", h("span", { class: "sub" }, r.version),
                 r.kind === "solution" ? h("span", { class: "tag" }, "solution") : null,
-                r.tags.length ? h("div", null, r.tags.map(function (t) { return h("span", { class: "tag" }, t); })) : null,
+                arr(r.tags).length ? h("div", null, arr(r.tags).map(function (t) { return h("span", { class: "tag" }, t); })) : null,
                 h("div", { class: "sub" }, links)];
       } },
-    { id: "task", label: "Task" },
+    { id: "task", label: "Task", title: "the model's task; below it the dataset of the accuracy figure (else of the benchmark's inputs)",
+      cell: function (r) { return [r.task || DASH, r.dataset ? h("div", { class: "sub", "data-part": "dataset" }, r.dataset) : null]; } },
     { id: "backend", label: "Backend", cell: function (r) { return [r.backend, " ", h("span", { class: "sub" }, r.backend_version)]; } },
     { id: "variant", label: "Variant" },
     { id: "precision", label: "Precision" },
     { id: "platform_label", label: "Platform" },
-    { id: "scenario", label: "Scenario" },
+    { id: "scenario", label: "Scenario, config", sortValue: function (r) { return r.scenario + "\u0000" + r.config; },
+      title: "the benchmark scenario; below it the run's configuration beyond the other columns (threads, batch size, engine, inputs, backend options; defaults left out)",
+      cell: function (r) {
+        return [r.scenario || DASH, r.config ? h("div", { class: "config mono", "data-part": "config", title: r.config }, short(r.config, 80)) : null];
+      } },
     { id: "top1", label: "Top-1", num: true, desc: true, fmt: fmtPct },
     { id: "p50_ns", label: "p50", num: true, fmt: fmtDur },
     { id: "p99_ns", label: "p99", num: true, fmt: fmtDur },
@@ -414,7 +456,7 @@
 
     function selectedUids() {
       return S.rows.filter(function (r) { return S.selected.has(r.i); })
-        .map(function (r) { return r.bench_uid || r.validate_uid; }).filter(Boolean);
+        .map(function (r) { return r.bench_uid || r.validate_uid || r.other_uid; }).filter(Boolean);
     }
     function updateSelection() {
       var n = S.selected.size;
@@ -479,8 +521,9 @@
     }
 
     main.appendChild(h("h1", null, "Leaderboard"));
-    main.appendChild(h("p", { class: "note" }, "One row per model or solution, backend, variant, precision, platform and " +
-      "scenario: the latest benchmark joined with the latest validation of the same configuration. Click a column to sort."));
+    main.appendChild(h("p", { class: "note" }, "One row per model or solution, backend, variant, precision, platform, " +
+      "scenario and run configuration (Config: threads, batch size, engine, inputs, backend options): the latest benchmark " +
+      "joined with the latest validation of the same configuration and dataset. Click a column to sort."));
     main.appendChild(filterBar(refresh));
     main.appendChild(h("div", { class: "toolbar" }, compareButton, selectionNote));
     main.appendChild(topPager);
@@ -491,9 +534,9 @@
   }
 
   // ---------------------------------------------------------------- Pareto plot
-  function colourMap(values) {
+  function colourMap(values, palette) {
     var m = new Map();
-    values.forEach(function (v, i) { m.set(v, PALETTE[i % PALETTE.length]); });
+    values.forEach(function (v, i) { m.set(v, (palette || PALETTE)[i % (palette || PALETTE).length]); });
     return m;
   }
   function distinct(rows, f) {
@@ -501,17 +544,131 @@
     rows.forEach(function (r) { s.add(f(r)); });
     return Array.from(s).sort();
   }
+  var FRONTIER_COLOURS = ["#4b5563", "#9a3412", "#1e40af", "#166534", "#6b21a8", "#9f1239", "#0f766e", "#854d0e"];
 
-  // Frontier of points maximising y and, for latency, minimising x (throughput: maximising x),
-  // as a staircase that runs on to the edge of the platform's points: with more latency to
-  // spare (less throughput needed) the best accuracy stays what it was.
-  function frontier(points, maximiseX) {
-    var sorted = points.slice().sort(function (a, b) { return maximiseX ? b.x - a.x : a.x - b.x; });
-    var out = [], best = -Infinity;
-    sorted.forEach(function (p) { if (p.y > best) { out.push({ x: p.x, y: p.y }); best = p.y; } });
+  // What a plot can put on an axis: the value of a row (null when it has none that can be drawn),
+  // the axis title, which way is better (1 higher, -1 lower) and whether a logarithmic axis suits it.
+  var LINEAR_LIMIT = 1e12, LOG_LOW = 1e-200, LOG_HIGH = 1e200;  // beyond these a value is not drawn (and counted as left out)
+  var MEASURES = {
+    p50: { title: "p50 latency (ms, lower is better)", better: -1, log: true, what: "a p50 latency", word: "faster",
+           get: function (r) { return isNum(r.p50_ns) && r.p50_ns > 0 ? r.p50_ns / 1e6 : null; } },
+    throughput: { title: "throughput (samples/s, higher is better)", better: 1, log: true, what: "a throughput", word: "higher in throughput",
+                  get: function (r) { return isNum(r.throughput) && r.throughput > 0 ? r.throughput : null; } },
+    top1: { title: "top-1 accuracy (%)", better: 1, log: false, percent: true, what: "a top-1 accuracy", word: "more accurate",
+            get: function (r) { return isNum(r.top1) && isNum(r.top1 * 100) ? r.top1 * 100 : null; } },
+    memory: { title: "peak memory (MiB, lower is better)", better: -1, log: true, what: "a peak memory", word: "smaller in memory",
+              get: function (r) { return isNum(r.peak_rss) && r.peak_rss > 0 ? r.peak_rss / 1048576 : null; } }
+  };
+  // Accuracy plots: one frontier per task, dataset and platform. Performance plots (every
+  // benchmark, with or without an accuracy): one per task, scenario and platform.
+  var PLOTS = [
+    ["latency", "p50 latency vs top-1 accuracy", "p50", "top1"],
+    ["throughput", "throughput vs top-1 accuracy", "throughput", "top1"],
+    ["latency-throughput", "p50 latency vs throughput (every benchmark)", "p50", "throughput"],
+    ["latency-memory", "p50 latency vs peak memory (every benchmark)", "p50", "memory"]
+  ];
+  var PLOT_BY_ID = {};
+  PLOTS.forEach(function (p) { PLOT_BY_ID[p[0]] = { id: p[0], label: p[1], x: MEASURES[p[2]], y: MEASURES[p[3]], accuracy: p[3] === "top1" }; });
+
+  // Frontier of points best in y for x at least as good, as a staircase that runs on to the
+  // edge of the group's points: with more latency to spare (less throughput needed) the best
+  // figure stays what it was. xBetter / yBetter: 1 higher is better, -1 lower is better.
+  function frontier(points, xBetter, yBetter) {
+    var sorted = points.slice().sort(function (a, b) { return xBetter > 0 ? b.x - a.x : a.x - b.x; });
+    var out = [], best = null;
+    sorted.forEach(function (p) {
+      if (best === null || (yBetter > 0 ? p.y > best : p.y < best)) { out.push({ x: p.x, y: p.y }); best = p.y; }
+    });
     var edge = sorted[sorted.length - 1];
     if (out.length && edge.x !== out[out.length - 1].x) out.push({ x: edge.x, y: out[out.length - 1].y });
     return out.sort(function (a, b) { return a.x - b.x; });
+  }
+
+  // An axis range with room around the points, so that none sits on the frame (half of it
+  // clipped): 6 % of the span each side (a factor on a logarithmic axis). An accuracy axis
+  // spans at least 2 points, kept below 100 % where the points allow, so that points all at
+  // one value (100 % say) are not squeezed against an edge.
+  function axisRange(values, log, percent) {
+    var lo = Infinity, hi = -Infinity;
+    values.forEach(function (v) { if (v < lo) lo = v; if (v > hi) hi = v; });
+    if (!(lo <= hi)) return log ? { min: 1, max: 10 } : { min: 0, max: 1 };
+    if (log) {
+      if (hi / lo < 1.01) { lo /= 1.5; hi *= 1.5; }
+      var f = Math.pow(10, Math.max(0.05, (Math.log10(hi) - Math.log10(lo)) * 0.06));
+      return { min: lo / f, max: hi * f };
+    }
+    if (percent && hi - lo < 2) {
+      var need = 2 - (hi - lo), up = Math.max(0, Math.min(need / 2, 100 - hi));
+      hi += up;
+      lo -= need - up;
+    }
+    var span = hi - lo;
+    if (!(span > Math.abs(hi) * 1e-9)) { var d = Math.abs(hi) * 0.05 || 1; lo -= d; hi += d; span = hi - lo; }
+    return { min: lo - span * 0.06, max: hi + span * 0.06 };
+  }
+
+  // Ticks chosen here rather than by Chart.js (whose logarithmic axis labels every tick of
+  // the last decades, "5.0006.000"): on a logarithmic axis 1, 2 and 5 times powers of ten
+  // (only the powers when that makes more than 9, every n-th power beyond 9 decades); on a
+  // linear axis about 6 steps of 1, 2, 2.5 or 5 times a power of ten. Labels show the digits
+  // the step needs and no more. accuracy: no tick beyond 0-100 %.
+  function niceStep(span, count) {
+    var raw = span / count, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
+    var nice = m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10;
+    return { step: nice * p, decimals: Math.max(0, -Math.floor(Math.log10(nice * p)) + (nice === 2.5 ? 1 : 0)) };
+  }
+  function fmtTickValue(v, decimals) {
+    if (v === 0) return "0";
+    var a = Math.abs(v);
+    if (a >= 1e15 || a < 1e-6) return v.toExponential(decimals === undefined ? 1 : Math.min(3, Math.max(0, decimals)));
+    if (decimals === undefined) return String(+v.toPrecision(3));
+    return v.toLocaleString("en-US", { minimumFractionDigits: Math.min(20, decimals), maximumFractionDigits: Math.min(20, decimals) });
+  }
+  function linearTicks(min, max, count, bounded) {
+    if (!(max > min) || !isFinite(max - min)) return { ticks: [], decimals: 0 };
+    var s = niceStep(max - min, count), out = [];
+    var first = Math.ceil(min / s.step), last = Math.floor(max / s.step);
+    for (var k = first; k <= last && out.length < 50; k++) {
+      var v = k * s.step;
+      if (!bounded || (v >= 0 && v <= 100)) out.push(v);
+    }
+    return { ticks: out, decimals: s.decimals };
+  }
+  function logTicks(min, max) {
+    var a = Math.floor(Math.log10(min)), b = Math.ceil(Math.log10(max)), out = [];
+    var every = Math.max(1, Math.ceil((b - a) / 9));
+    for (var set = 0; set < 3; set++) {  // 1-2-5, else 1-3, else the powers of ten alone
+      var mantissas = [[1, 2, 5], [1, 3], [1]][set];
+      out = [];
+      for (var e = a; e <= b; e++) {
+        if ((e - a) % every) continue;
+        mantissas.forEach(function (m) {
+          var v = +(m * Math.pow(10, e)).toPrecision(1);
+          if (v >= min && v <= max) out.push(v);
+        });
+      }
+      if (out.length <= 9) break;
+    }
+    return out.length < 2 ? null : out;  // fewer: a narrow range, which linear steps label better
+  }
+  function axisOptions(measure, log, range) {
+    var format = { decimals: undefined };
+    return {
+      type: log ? "logarithmic" : "linear", min: range.min, max: range.max, bounds: "data",
+      title: { display: true, text: measure.title },
+      ticks: { maxRotation: 0, minRotation: 0, autoSkip: true, autoSkipPadding: 12, includeBounds: false,
+               callback: function (value) { return fmtTickValue(Number(value), format.decimals); } },
+      afterBuildTicks: function (scale) {
+        var values = log ? logTicks(range.min, range.max) : null;
+        if (values) format.decimals = undefined;
+        else {
+          var lin = linearTicks(range.min, range.max, 6, measure.percent);
+          values = lin.ticks;
+          format.decimals = lin.decimals;
+        }
+        scale.ticks = values.map(function (v) { return { value: v }; });
+      }
+    };
   }
 
   function renderPareto(main) {
@@ -522,13 +679,17 @@
     var shapes = new Map(), dashes = new Map(), platformLabel = new Map();
     platforms.forEach(function (p, i) { shapes.set(p, SHAPES[i % SHAPES.length]); dashes.set(p, DASHES[i % DASHES.length]); });
     S.rows.forEach(function (r) { platformLabel.set(r.platform, r.platform_label); });
+    if (!PLOT_BY_ID[S.paretoX]) {  // first visit: the accuracy plot, unless no row has an accuracy to plot
+      S.paretoX = S.rows.some(function (r) { return MEASURES.top1.get(r) !== null && MEASURES.p50.get(r) !== null; })
+        || !S.rows.some(function (r) { return MEASURES.p50.get(r) !== null; }) ? "latency" : "latency-throughput";
+    }
 
-    var axis = h("select", { "data-control": "x-axis", "aria-label": "x axis", on: { change: function () {
+    var axis = h("select", { "data-control": "x-axis", "aria-label": "what to plot", on: { change: function () {
       S.paretoX = axis.value; draw(); } } },
-      h("option", { value: "latency", text: "p50 latency vs top-1 accuracy" }),
-      h("option", { value: "throughput", text: "throughput vs top-1 accuracy" }));
+      PLOTS.map(function (p) { return h("option", { value: p[0], text: p[1] }); }));
     axis.value = S.paretoX;
-    var logBox = h("input", { type: "checkbox", checked: S.paretoLog, on: { change: function () { S.paretoLog = logBox.checked; draw(); } } });
+    var logBox = h("input", { type: "checkbox", "data-control": "log", checked: S.paretoLog,
+      on: { change: function () { S.paretoLog = logBox.checked; draw(); } } });
     var legend = h("div", { class: "legend", id: "pareto-legend" });
     var hover = h("div", { class: "hover-row", id: "pareto-hover" }, h("span", { class: "note" }, "Hover a point to see its row; click it to open the result."));
     var note = h("p", { class: "note", id: "pareto-note" });
@@ -537,7 +698,8 @@
 
     main.appendChild(h("h1", null, "Pareto plot"));
     main.appendChild(filterBar(draw));
-    main.appendChild(h("div", { class: "toolbar" }, h("label", null, "Plot ", axis), h("label", null, logBox, " logarithmic x axis")));
+    main.appendChild(h("div", { class: "toolbar" }, h("label", null, "Plot ", axis),
+      h("label", null, logBox, " logarithmic axes (latency, throughput, memory)")));
     main.appendChild(legend);
     main.appendChild(hover);
     main.appendChild(box);
@@ -545,30 +707,35 @@
 
     function rowLines(r) {
       return [r.name + " " + r.version + (r.scenario ? " (" + r.scenario + ")" : ""),
-              r.backend + " " + r.backend_version + ", " + (r.variant || "") + (r.precision ? " " + r.precision : ""),
-              r.platform_label,
-              "top-1 " + fmtPct(r.top1) + ", p50 " + fmtDur(r.p50_ns) + ", " + fmtRate(r.throughput)];
+              r.backend + " " + r.backend_version + ", " + (r.variant || "") + (r.precision ? " " + r.precision : "") +
+                (r.config ? " [" + r.config + "]" : ""),
+              r.platform_label + (r.task || r.dataset ? " \u00B7 " + [r.task, r.dataset].filter(Boolean).join(", ") : ""),
+              "top-1 " + fmtPct(r.top1) + ", p50 " + fmtDur(r.p50_ns) + ", " + fmtRate(r.throughput) + ", " + fmtBytes(r.peak_rss)];
     }
 
     function draw() {
       if (token !== S.token) return;
-      loadChart().then(function (Chart) {
+      track(loadChart().then(function (Chart) {
         if (token !== S.token) return;
-        var latency = S.paretoX === "latency";
-        var xOf = latency ? function (r) { return r.p50_ns / 1e6; } : function (r) { return r.throughput; };
+        var plot = PLOT_BY_ID[S.paretoX] || PLOT_BY_ID.latency;
+        var xLog = S.paretoLog && plot.x.log, yLog = S.paretoLog && plot.y.log;
         var rows = filteredRows();
-        var sets = new Map(), byPlatform = new Map(), count = 0, missing = 0;
+        var sets = new Map(), groups = new Map(), count = 0, missing = 0, plotted = [];
         rows.forEach(function (r) {
-          var x = latency ? r.p50_ns : r.throughput;
-          if (!isNum(x) || !isNum(r.top1) || x <= 0) { missing++; return; }
+          var x = plot.x.get(r), y = plot.y.get(r);
+          if (x === null || y === null || !drawable(x, xLog) || !drawable(y, yLog)) { missing++; return; }
           var k = r.backend + "\u0000" + r.platform;
           if (!sets.has(k)) sets.set(k, { backend: r.backend, platform: r.platform, data: [] });
-          var p = { x: xOf(r), y: r.top1 * 100, row: r.i };
+          var p = { x: x, y: y, row: r.i };
           sets.get(k).data.push(p);
-          if (!byPlatform.has(r.platform)) byPlatform.set(r.platform, []);
-          byPlatform.get(r.platform).push(p);
+          var line = plot.accuracy ? [r.task || "no task", r.dataset || "no dataset"] : [r.task || "no task", r.scenario || "no scenario"];
+          var gk = line.concat([r.platform]).join("\u0000");
+          if (!groups.has(gk)) groups.set(gk, { line: line.join("\u0000"), lineLabel: line.join(" \u00B7 "), platform: r.platform, points: [] });
+          groups.get(gk).points.push(p);
+          plotted.push(r.i);
           count++;
         });
+        var lineColours = colourMap(distinct(Array.from(groups.values()), function (g) { return g.line; }), FRONTIER_COLOURS);
         var datasets = [];
         Array.from(sets.values()).sort(function (a, b) {
           return a.backend < b.backend ? -1 : a.backend > b.backend ? 1 : a.platform < b.platform ? -1 : a.platform > b.platform ? 1 : 0;
@@ -578,13 +745,18 @@
             pointStyle: shapes.get(s.platform)[0], backgroundColor: colour + "b0", borderColor: colour,
             borderWidth: 1.5, pointRadius: count > 5000 ? 2.5 : 5, pointHoverRadius: 8, crKind: "points" });
         });
-        Array.from(byPlatform.keys()).sort().forEach(function (p) {
-          var f = frontier(byPlatform.get(p), !latency);
+        var frontiers = [];
+        Array.from(groups.keys()).sort().forEach(function (gk) {
+          var g = groups.get(gk), f = frontier(g.points, plot.x.better, plot.y.better);
           if (f.length < 1) return;
-          datasets.push({ type: "line", label: "frontier " + platformLabel.get(p), data: f,
-            borderColor: "#6b7280", borderDash: dashes.get(p), borderWidth: 1.5, pointRadius: 0, pointHoverRadius: 0,
-            stepped: latency ? "after" : "before", fill: false, crKind: "frontier" });
+          var label = "frontier " + g.lineLabel + " on " + platformLabel.get(g.platform);
+          frontiers.push({ label: label, line: g.lineLabel, platform: g.platform, points: f.length, from: g.points.length });
+          datasets.push({ type: "line", label: label, data: f, borderColor: lineColours.get(g.line), borderDash: dashes.get(g.platform),
+            borderWidth: 1.5, pointRadius: 0, pointHoverRadius: 0, stepped: plot.x.better < 0 ? "after" : "before",
+            fill: false, crKind: "frontier" });
         });
+        var xs = [], ys = [];
+        groups.forEach(function (g) { g.points.forEach(function (p) { xs.push(p.x); ys.push(p.y); }); });
         destroyCharts();
         var chart = new Chart(canvas, {
           data: { datasets: datasets },
@@ -592,9 +764,8 @@
             parsing: false, normalized: true,
             interaction: { mode: "nearest", intersect: true },
             scales: {
-              x: { type: S.paretoLog ? "logarithmic" : "linear",
-                   title: { display: true, text: latency ? "p50 latency (ms, lower is better)" : "throughput (samples/s, higher is better)" } },
-              y: yRange(byPlatform, { type: "linear", title: { display: true, text: "top-1 accuracy (%)" } })
+              x: axisOptions(plot.x, xLog, axisRange(xs, xLog, plot.x.percent)),
+              y: axisOptions(plot.y, yLog, axisRange(ys, yLog, plot.y.percent))
             },
             plugins: {
               legend: { display: false },
@@ -618,7 +789,8 @@
               var el = elements.filter(function (e) { return chart.data.datasets[e.datasetIndex].crKind === "points"; })[0];
               if (!el) return;
               var r = S.rows[chart.data.datasets[el.datasetIndex].data[el.index].row];
-              location.hash = resultHref(r.bench_uid || r.validate_uid);
+              var uid = r.bench_uid || r.validate_uid || r.other_uid;
+              if (uid) location.hash = resultHref(uid);
             }
           }
         });
@@ -627,30 +799,56 @@
         chart.data.datasets.forEach(function (d, i) { if (d.crKind === "points") drawn += chart.getDatasetMeta(i).data.length; });
         box.setAttribute("data-points", count);
         box.setAttribute("data-drawn", drawn);
+        box.setAttribute("data-plot", plot.id);
+        box.setAttribute("data-frontiers", frontiers.length);
         hook.paretoPoints = count;
-        note.textContent = fmtInt(count) + (count === 1 ? " point" : " points") + (missing ? "; " + fmtInt(missing) + (missing === 1 ? " row is" : " rows are") + " left out because " + (missing === 1 ? "it lacks " : "they lack ") +
-          (latency ? "a p50 latency" : "a throughput") + " or a top-1 accuracy" : "") +
-          ". Lines: the Pareto frontier of each platform (no other point of that platform is both " +
-          (latency ? "faster" : "higher in throughput") + " and more accurate).";
+        hook.pareto = describeChart(Chart, chart, plot, plotted, frontiers);
+        note.textContent = fmtInt(count) + (count === 1 ? " point" : " points") + (missing ? "; " + fmtInt(missing) +
+          (missing === 1 ? " row is" : " rows are") + " left out because " + (missing === 1 ? "it lacks " : "they lack ") +
+          plot.x.what + " or " + plot.y.what + " that can be drawn" : "") + ". Lines: the Pareto frontier of each " +
+          (plot.accuracy ? "task, dataset and platform" : "task, scenario and platform") + " (no other point of the same is both " +
+          plot.x.word + " and " + plot.y.word + ")." +
+          (plot.accuracy && count === 0 && S.rows.some(function (r) { return MEASURES.p50.get(r) !== null; })
+            ? " No benchmark here has an accuracy: choose \u201Cp50 latency vs throughput\u201D to see them." : "");
         drawLegend(legend, backends.filter(function (b) { return rows.some(function (r) { return r.backend === b; }); }),
-          platforms.filter(function (p) { return byPlatform.has(p); }), colours, shapes, dashes, platformLabel);
-      });
+          platforms.filter(function (p) { return Array.from(groups.values()).some(function (g) { return g.platform === p; }); }),
+          colours, shapes, dashes, platformLabel, lineColours, plot);
+      }));
     }
     draw();
   }
 
-  // Room above and below the points (accuracy never above 100 %), so none sits on the frame.
-  function yRange(byPlatform, axis) {
-    var lo = Infinity, hi = -Infinity;
-    byPlatform.forEach(function (points) { points.forEach(function (p) { lo = Math.min(lo, p.y); hi = Math.max(hi, p.y); }); });
-    if (!isFinite(lo)) return axis;
-    var pad = Math.max(0.5, (hi - lo) * 0.1);
-    axis.min = Math.max(0, Math.floor((lo - pad) * 2) / 2);
-    axis.max = Math.min(100, Math.ceil((hi + pad) * 2) / 2);
-    return axis;
+  function drawable(v, log) { return log ? v > LOG_LOW && v < LOG_HIGH : Math.abs(v) <= LINEAR_LIMIT; }
+
+  // What the chart drew, in pixels, for the tests (and anyone curious): the plot area, each
+  // point, each tick label's box, the axis ranges and the frontiers.
+  function describeChart(Chart, chart, plot, plotted, frontiers) {
+    var area = chart.chartArea, ctx = chart.ctx, out = { plot: plot.id, rows: plotted, frontiers: frontiers,
+      area: { left: area.left, top: area.top, right: area.right, bottom: area.bottom }, points: [] };
+    chart.data.datasets.forEach(function (d, i) {
+      if (d.crKind !== "points") return;
+      chart.getDatasetMeta(i).data.forEach(function (el, j) {
+        out.points.push({ row: d.data[j].row, x: el.x, y: el.y, r: d.pointRadius });
+      });
+    });
+    ["x", "y"].forEach(function (id) {
+      var scale = chart.scales[id], font = Chart.helpers.toFont(scale.options.ticks.font);
+      ctx.save();
+      ctx.font = font.string;
+      out[id] = { type: scale.type, min: scale.min, max: scale.max, rotation: scale.labelRotation || 0, labels: [] };
+      scale.ticks.forEach(function (tick, i) {
+        var label = Array.isArray(tick.label) ? tick.label.join(" ") : String(tick.label === undefined ? "" : tick.label);
+        if (!label) return;
+        var at = scale.getPixelForTick(i), w = ctx.measureText(label).width;
+        out[id].labels.push(id === "x" ? { text: label, value: tick.value, left: at - w / 2, right: at + w / 2 }
+                                       : { text: label, value: tick.value, top: at - font.lineHeight / 2, bottom: at + font.lineHeight / 2 });
+      });
+      ctx.restore();
+    });
+    return out;
   }
 
-  function drawLegend(legend, backends, platforms, colours, shapes, dashes, platformLabel) {
+  function drawLegend(legend, backends, platforms, colours, shapes, dashes, platformLabel, lineColours, plot) {
     clear(legend);
     legend.appendChild(h("div", { class: "group" }, h("span", { class: "title" }, "Backend (colour):"),
       backends.map(function (b) {
@@ -658,12 +856,22 @@
         sw.style.background = colours.get(b);
         return h("span", { class: "item", "data-legend": "backend" }, sw, b);
       })));
-    legend.appendChild(h("div", { class: "group" }, h("span", { class: "title" }, "Platform (shape, frontier line):"),
+    legend.appendChild(h("div", { class: "group" }, h("span", { class: "title" }, "Platform (shape, frontier dashes):"),
       platforms.map(function (p) {
         var dash = dashes.get(p).length ? " (" + (dashes.get(p).join("-")) + " dashes)" : " (solid)";
         return h("span", { class: "item", "data-legend": "platform" }, h("span", { class: "shape" }, shapes.get(p)[1]),
           platformLabel.get(p), h("span", { class: "sub" }, dash));
       })));
+    var lines = Array.from(lineColours.keys());
+    if (lines.length) {
+      legend.appendChild(h("div", { class: "group" }, h("span", { class: "title" },
+        plot.accuracy ? "Frontier (line colour: task \u00B7 dataset):" : "Frontier (line colour: task \u00B7 scenario):"),
+        lines.map(function (l) {
+          var sw = h("span", { class: "swatch line" });
+          sw.style.background = lineColours.get(l);
+          return h("span", { class: "item", "data-legend": "frontier" }, sw, l.split("\u0000").join(" \u00B7 "));
+        })));
+    }
   }
 
   function destroyCharts() {
@@ -674,7 +882,7 @@
   // ---------------------------------------------------------------- result detail
   function kv(pairs, cls) {
     return h("table", { class: "kv" + (cls ? " " + cls : "") }, h("tbody", null, pairs.filter(Boolean).map(function (p) {
-      return h("tr", null, h("th", { scope: "row" }, p[0]), h("td", null, isMarkup(p[1]) ? p[1] : fmtAny(p[1])));
+      return h("tr", null, h("th", { scope: "row" }, txt(p[0])), h("td", null, isMarkup(p[1]) ? p[1] : fmtAny(p[1])));
     })));
   }
 
@@ -683,8 +891,9 @@
     return x instanceof Node || (Array.isArray(x) && x.some(function (e) { return e instanceof Node; }));
   }
 
+  // A table of the objects in list (anything else in it is left out); columns: [key, title, formatter(value, object)].
   function objectTable(list, columns, cls) {
-    list = (list || []).filter(function (x) { return x && typeof x === "object"; });
+    list = arr(list).filter(function (x) { return x && typeof x === "object" && !Array.isArray(x); });
     if (!columns) {
       var seen = [];
       list.forEach(function (o) { Object.keys(o).forEach(function (k) { if (seen.indexOf(k) < 0 && seen.length < 10) seen.push(k); }); });
@@ -695,26 +904,31 @@
       h("tbody", null, list.map(function (o) {
         return h("tr", null, columns.map(function (c) {
           var v = typeof c[2] === "function" ? c[2](o[c[0]], o) : o[c[0]];
-          return h("td", null, v instanceof Node ? v : fmtAny(v));
+          return h("td", null, isMarkup(v) ? v : fmtAny(v));
         }));
       }))));
   }
 
-  function badge(text) { return text ? h("span", { class: "badge status-" + String(text).replace(/[^A-Za-z0-9_-]/g, "") }, text) : null; }
+  function badge(label) {
+    if (label === null || label === undefined || label === "" || label === false) return null;
+    label = txt(label);
+    return h("span", { class: "badge status-" + label.replace(/[^A-Za-z0-9_-]/g, "") }, label);
+  }
   function pre(value) { return h("pre", null, typeof value === "string" ? value : JSON.stringify(value, null, 2)); }
-  function steps(list) { return pre(Array.isArray(list) ? list.map(function (x) { return JSON.stringify(x); }).join("\n") : list || DASH); }
+  function steps(list) { return pre(Array.isArray(list) ? list.map(function (x) { return JSON.stringify(x); }).join("\n") : list === null || list === undefined ? DASH : list); }
   function section(title, id) { return h("section", { id: id || null }, h("h2", null, title)); }
+  function joined(list, sep) { return Array.isArray(list) ? list.map(txt).join(sep || ", ") : txt(list); }
 
-  function subjectOf(rec) { return (rec.components || [])[0] || {}; }
+  function subjectOf(rec) { return obj(arr(rec.components)[0]); }
   function titleOf(rec) {
-    var c = subjectOf(rec), b = rec.backend || {};
-    return (c.name || c.ref || "unknown") + " " + (c.version || "") + " \u2014 " + (rec.action || "result") + " on " + (b.name || "?");
+    var c = subjectOf(rec), b = obj(rec.backend);
+    return txt(c.name || c.ref || "unknown") + " " + txt(c.version) + " \u2014 " + txt(rec.action || "result") + " on " + txt(b.name || "?");
   }
 
   function renderResult(main, uid) {
     var token = S.token;
     main.appendChild(h("p", { class: "note" }, "Loading result " + uid + "\u2026"));
-    loadResult(uid).then(function (rec) {
+    track(loadResult(uid).then(function (rec) {
       if (token !== S.token) return;
       clear(main);
       resultPage(main, rec, token);
@@ -725,30 +939,37 @@
       main.appendChild(h("p", { class: "error-box" }, "This site has no result " + uid + ". " +
         "It may come from another build; rebuild with cr dashboard build."));
       main.appendChild(h("p", null, h("a", { href: "#/leaderboard" }, "Back to the leaderboard")));
-    });
+    }));
   }
 
   function resultPage(main, rec, token) {
-    var m = rec.metrics || null, v = rec.validation || null, err = rec.error || null;
-    var backend = rec.backend || {}, info = backend.info || {};
+    var m = rec.metrics && typeof rec.metrics === "object" && !Array.isArray(rec.metrics) ? rec.metrics : null;
+    var v = rec.validation && typeof rec.validation === "object" && !Array.isArray(rec.validation) ? rec.validation : null;
+    var err = rec.error && typeof rec.error === "object" && !Array.isArray(rec.error) ? rec.error : null;
+    var backend = obj(rec.backend), info = obj(backend.info), pipeline = obj(rec.pipeline), config = obj(rec.config);
     document.title = titleOf(rec) + " \u00B7 reefkit results";
     main.setAttribute("data-result", rec.uid);
     main.appendChild(h("p", { class: "sub" }, h("a", { href: "#/leaderboard" }, "\u2039 Leaderboard")));
     main.appendChild(h("h1", null, titleOf(rec), " ", badge(rec.status), " ", m ? badge(m.validity) : null, " ", v ? badge(v.outcome) : null));
 
     var rows = rowsFor(rec);
-    var row = rows.filter(function (r) { return !m || r.scenario === (m.scenario || ""); })[0] || rows[0];
+    var scenario = m ? txt(m.scenario) : "";
+    var row = rows[0] && [rows[0].bench_uid, rows[0].validate_uid, rows[0].other_uid].indexOf(rec.uid) >= 0 ? rows[0]
+      : rows.filter(function (r) { return !m || r.scenario === scenario; })[0] || rows[0];
     var companion = row ? (rec.action === "benchmark" ? row.validate_uid : row.bench_uid) : "";
     var overview = [
       ["uid", h("span", { class: "mono" }, rec.uid)],
       ["action", rec.action], ["status", rec.status],
       ["subject", subjectOf(rec).ref],
-      ["backend", (backend.name || "") + (info.version ? " " + info.version : "")],
-      ["variant / precision", ((rec.pipeline || {}).variant || (rec.config || {}).variant || DASH) + " / " + ((rec.pipeline || {}).precision || DASH)],
-      ["platform", row ? row.platform_label : ((rec.platform || {}).fingerprint || DASH)],
+      row && row.task ? ["task", row.task] : null,
+      ["backend", txt(backend.name) + (info.version ? " " + txt(info.version) : "")],
+      ["variant / precision", txt(pipeline.variant || config.variant || DASH) + " / " + txt(pipeline.precision || DASH)],
+      row && row.config ? ["config", h("span", { class: "mono" }, row.config)] : null,
+      row && row.dataset ? ["dataset", row.dataset] : null,
+      ["platform", row ? row.platform_label : txt(obj(rec.platform).fingerprint || DASH)],
       ["started", rec.started], ["ended", rec.ended], ["cr version", rec.cr_version],
       ["source file", rec.dashboard_source],
-      rec.tags && rec.tags.length ? ["tags", rec.tags.map(function (t) { return h("span", { class: "tag" }, String(t)); })] : null,
+      arr(rec.tags).length ? ["tags", arr(rec.tags).map(function (t) { return h("span", { class: "tag" }, txt(t)); })] : null,
       companion && companion !== rec.uid ? [rec.action === "benchmark" ? "validation" : "benchmark",
         [h("a", { href: resultHref(companion) }, companion), " ",
          h("a", { href: compareHref([rec.uid, companion]) }, "(compare)")]] : null,
@@ -758,26 +979,26 @@
 
     if (err) {
       var es = section("Error", "error");
-      es.appendChild(h("div", { class: "error-box" }, h("strong", null, err.type || err.kind || "error"), ": ", String(err.message || "")));
-      if (err.hint) es.appendChild(h("p", null, "Hint: ", String(err.hint)));
-      if (err.stderr_tail) es.appendChild(pre(String(err.stderr_tail)));
+      es.appendChild(h("div", { class: "error-box" }, h("strong", null, txt(err.type || err.kind || "error")), ": ", txt(err.message)));
+      if (err.hint) es.appendChild(h("p", null, "Hint: ", txt(err.hint)));
+      if (err.stderr_tail) es.appendChild(pre(txt(err.stderr_tail)));
       main.appendChild(es);
     }
     if (rec.reproduction !== undefined && rec.reproduction !== null) main.appendChild(reproductionSection(rec.reproduction));
     if (m) main.appendChild(metricsSection(m));
-    if (rec.raw && rec.raw.samples_ns) main.appendChild(latencySection(rec, token));
+    if (rec.raw && typeof rec.raw === "object" && Array.isArray(rec.raw.samples_ns)) main.appendChild(latencySection(rec, token));
     if (v) main.appendChild(validationSection(v));
-    if (rec.parity) {
-      var ps = section("Parity", "parity");
-      ps.appendChild(kv([["outcome", badge(rec.parity.outcome)], ["tolerance", rec.parity.tolerance]]));
-      ps.appendChild(objectTable(rec.parity.pairs, [["backends", "Backends", function (b) { return (b || []).join(" vs "); }],
+    if (rec.parity && typeof rec.parity === "object") {
+      var parity = obj(rec.parity), ps = section("Parity", "parity");
+      ps.appendChild(kv([["outcome", badge(parity.outcome)], ["tolerance", parity.tolerance]]));
+      ps.appendChild(objectTable(parity.pairs, [["backends", "Backends", function (b) { return joined(b, " vs "); }],
         ["samples", "Samples"], ["max_abs_diff", "Max abs diff"], ["top1_agreement", "Top-1 agreement"], ["ok", "OK"]]));
       main.appendChild(ps);
     }
     main.appendChild(softwareSection(rec));
 
     var cs = section("Configuration", "config");
-    cs.appendChild(kv(Object.keys(rec.config || {}).map(function (k) { return [k, rec.config[k]]; })));
+    cs.appendChild(kv(Object.keys(config).map(function (k) { return [k, config[k]]; })));
     main.appendChild(cs);
 
     var two = h("div", { class: "cols-2" });
@@ -785,42 +1006,43 @@
     bs.appendChild(kv([["name", backend.name], ["entry", backend.entry], ["origin", backend.origin], ["options", backend.options]]
       .concat(Object.keys(info).map(function (k) { return [k, info[k]]; }))));
     two.appendChild(bs);
-    two.appendChild(platformSection(rec.platform || {}));
+    two.appendChild(platformSection(obj(rec.platform)));
     main.appendChild(two);
 
-    if (rec.pipeline) {
-      var pl = rec.pipeline;
+    if (rec.pipeline && typeof rec.pipeline === "object") {
       var pls = section("Pipeline", "pipeline");
-      pls.appendChild(kv([["variant", pl.variant], ["precision", pl.precision], ["sha256", h("span", { class: "mono" }, String(pl.sha256 || DASH))],
-        ["pre-processing", steps(pl.preprocess)], ["post-processing", steps(pl.postprocess)]]));
-      if (rec.model_file) pls.appendChild(kv([["model file", rec.model_file.path], ["model sha256", h("span", { class: "mono" }, String(rec.model_file.sha256 || DASH))]]));
+      pls.appendChild(kv([["variant", pipeline.variant], ["precision", pipeline.precision],
+        ["sha256", h("span", { class: "mono" }, txt(pipeline.sha256 || DASH))],
+        ["pre-processing", steps(pipeline.preprocess)], ["post-processing", steps(pipeline.postprocess)]]));
+      if (rec.model_file && typeof rec.model_file === "object") {
+        var mf = obj(rec.model_file);
+        pls.appendChild(kv([["model file", mf.path], ["model sha256", h("span", { class: "mono" }, txt(mf.sha256 || DASH))]]));
+      }
       main.appendChild(pls);
     }
     var comp = section("Components", "components");
     comp.appendChild(objectTable(rec.components, [["ref", "Ref"], ["uid", "uid"], ["repo", "Repository"],
-      ["sha256", "sha256", function (s) { return h("span", { class: "mono" }, short(s, 20)); }]]));
+      ["sha256", "sha256", function (s) { return h("span", { class: "mono" }, short(txt(s), 20)); }]]));
     main.appendChild(comp);
 
     var hist = section("Runs of this configuration", "history");
     hist.appendChild(h("p", { class: "note" }, "Loading\u2026"));
     main.appendChild(hist);
-    if (row) {
-      loadRuns().then(function (all) {
-        if (token !== S.token) return;
-        clear(hist);
-        hist.appendChild(h("h2", null, "Runs of this configuration"));
-        var runs = all.byKey.get(row.key) || [];
-        hist.appendChild(objectTable(runs.slice(0, 100), [
-          ["time", "Time", fmtDate], ["action", "Action"], ["status", "Status", badge], ["scenario", "Scenario"],
-          ["p50_ns", "p50", fmtDur], ["throughput", "Throughput", fmtRate], ["top1", "Top-1", fmtPct],
-          ["uid", "Result", function (u) { return u === rec.uid ? h("span", { class: "sub" }, "this one") :
-            h("span", null, h("a", { href: resultHref(u) }, u), " ", h("a", { href: compareHref([rec.uid, u]) }, "(compare)")); }]
-        ], "runs"));
-        if (runs.length > 100) hist.appendChild(h("p", { class: "note" }, "The newest 100 of " + runs.length + " runs."));
-      }, function () { clear(hist); add(hist, [h("h2", null, "Runs of this configuration"), h("p", { class: "note" }, "data/runs.js did not load.")]); });
-    } else {
+    track(loadRuns().then(function (all) {
+      if (token !== S.token) return;
       clear(hist);
-    }
+      var key = all.keys.has(rec.uid) ? all.keys.get(rec.uid) : row ? row.key : null;
+      var runs = key === null ? [] : all.byKey.get(key) || [];
+      if (!runs.length) return;
+      hist.appendChild(h("h2", null, "Runs of this configuration"));
+      hist.appendChild(objectTable(runs.slice(0, 100), [
+        ["time", "Time", fmtDate], ["action", "Action"], ["status", "Status", badge], ["scenario", "Scenario"],
+        ["config", "Config"], ["p50_ns", "p50", fmtDur], ["throughput", "Throughput", fmtRate], ["top1", "Top-1", fmtPct],
+        ["uid", "Result", function (u) { return u === rec.uid ? h("span", { class: "sub" }, "this one") :
+          h("span", null, h("a", { href: resultHref(u) }, u), " ", h("a", { href: compareHref([rec.uid, u]) }, "(compare)")); }]
+      ], "runs"));
+      if (runs.length > 100) hist.appendChild(h("p", { class: "note" }, "The newest 100 of " + runs.length + " runs."));
+    }, function () { clear(hist); add(hist, [h("h2", null, "Runs of this configuration"), h("p", { class: "note" }, "data/runs.js did not load.")]); }));
 
     var raw = section("Record", "record");
     raw.appendChild(h("details", null, h("summary", null, "The whole record as JSON (raw latencies shortened)"), pre(rec)));
@@ -829,12 +1051,13 @@
 
   function reproductionSection(repro) {
     var s = section("Reproduction", "reproduction");
-    if (typeof repro !== "object") { s.appendChild(kv([["status", String(repro)]])); return s; }
-    var outcome = repro.outcome || repro.status;
-    if (outcome) s.appendChild(h("p", null, badge(String(outcome))));
+    if (typeof repro !== "object") { s.appendChild(kv([["status", txt(repro)]])); return s; }
+    var outcome = Array.isArray(repro) ? null : repro.outcome || repro.status;
+    if (outcome) s.appendChild(h("p", null, badge(outcome)));
     var lists = [];
     s.appendChild(kv(Object.keys(repro).filter(function (k) {
-      if (Array.isArray(repro[k]) && repro[k].length && typeof repro[k][0] === "object") { lists.push(k); return false; }
+      var x = repro[k];
+      if (Array.isArray(x) && x.length && x[0] && typeof x[0] === "object") { lists.push(k); return false; }
       return true;
     }).map(function (k) { return [k, repro[k]]; })));
     lists.forEach(function (k) { s.appendChild(h("h3", null, k)); s.appendChild(objectTable(repro[k])); });
@@ -843,40 +1066,44 @@
 
   function metricsSection(m) {
     var s = section("Metrics", "metrics");
-    var lat = m.latency_ns || {}, tp = m.throughput || {};
+    var lat = obj(m.latency_ns), tp = obj(m.throughput), server = obj(m.server), reasons = arr(m.invalid_reasons);
     var pairs = [
-      ["scenario", m.scenario + (m.engine === "loadgen" ? " (MLPerf LoadGen)" : "")],
-      ["validity", [badge(m.validity), (m.invalid_reasons || []).length ? " " + m.invalid_reasons.join("; ") : ""]],
-      ["queries", fmtInt(m.queries)],
-      ["samples", fmtInt(m.samples) + (m.samples_per_query ? " (" + m.samples_per_query + " per query, batch " + m.batch_size + ")" : "")],
+      ["scenario", txt(m.scenario) + (m.engine === "loadgen" ? " (MLPerf LoadGen)" : "")],
+      ["validity", [badge(m.validity), reasons.length ? " " + joined(reasons, "; ") : ""]],
+      ["queries", fmtCount(m.queries)],
+      ["samples", fmtCount(m.samples) + (m.samples_per_query ? " (" + txt(m.samples_per_query) + " per query, batch " + txt(m.batch_size) + ")" : "")],
       ["duration", isNum(m.duration_s) ? m.duration_s.toFixed(3) + " s" : DASH],
       ["throughput", fmtRate(tp.samples_per_s) + " samples, " + fmtRate(tp.queries_per_s) + " queries"],
-      ["noise (IQR / p50)", isNum(m.noise) ? m.noise.toFixed(3) + (m.noisy ? " (noisy)" : "") : DASH],
+      ["noise (IQR / p50)", isNum(m.noise) ? m.noise.toFixed(3) + (m.noisy === true ? " (noisy)" : "") : DASH],
       ["peak memory (RSS)", fmtBytes(m.peak_rss_bytes)]
     ];
-    var energy = m.energy && typeof m.energy === "object" ? m.energy.joules_per_sample : m.energy_j_per_sample;
+    var energy = isNum(obj(m.energy).joules_per_sample) ? m.energy.joules_per_sample : m.energy_j_per_sample;
     if (isNum(energy)) pairs.push(["energy", fmtEnergy(energy) + " per sample"]);
-    if (m.server) pairs.push(["server", "target " + m.server.target_qps + " q/s, achieved " + fmtRate(m.server.achieved_qps) +
-      ", p99 " + m.server.p99_ms + " ms (bound " + m.server.latency_bound_ms + " ms)"]);
+    if (m.server !== undefined && m.server !== null) {
+      pairs.push(["server", typeof m.server !== "object" || Array.isArray(m.server) ? txt(m.server) :
+        "target " + fmtAny(server.target_qps) + " q/s, achieved " + fmtRate(server.achieved_qps) +
+        ", p99 " + fmtAny(server.p99_ms) + " ms (bound " + fmtAny(server.latency_bound_ms) + " ms)"]);
+    }
     s.appendChild(h("div", { class: "cols-2" }, kv(pairs, "metrics"),
       kv(["min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "stdev", "iqr"].filter(function (k) { return k in lat; })
-        .map(function (k) { return ["latency " + k, fmtDur(lat[k])]; }), "latency")));
+        .map(function (k) { return ["latency " + k, isNum(lat[k]) ? fmtDur(lat[k]) : lat[k]]; }), "latency")));
     return s;
   }
 
   function latencySection(rec, token) {
-    var raw = rec.raw, s = section("Latency distribution", "latency");
-    var values = (raw.samples_ns || []).map(Number).filter(function (x) { return isFinite(x); });
-    if (raw.problem) s.appendChild(h("p", { class: "error-box" }, raw.problem));
+    var raw = obj(rec.raw), s = section("Latency distribution", "latency");
+    var values = arr(raw.samples_ns).map(Number).filter(function (x) { return isFinite(x); });
+    if (raw.problem) s.appendChild(h("p", { class: "error-box" }, txt(raw.problem)));
     if (!values.length) { s.appendChild(h("p", { class: "note" }, "No raw samples in this record.")); return s; }
-    s.appendChild(h("p", { class: "note" }, raw.step > 1
-      ? "From " + fmtInt(values.length) + " of " + fmtInt(raw.count) + " samples (one in every " + raw.step + ", in time order); the percentiles above are exact."
+    var step = isNum(raw.step) && raw.step >= 1 ? raw.step : 1;
+    s.appendChild(h("p", { class: "note" }, step > 1
+      ? "From " + fmtInt(values.length) + " of " + fmtCount(raw.count) + " samples (one in every " + step + ", in time order); the percentiles above are exact."
       : "From all " + fmtInt(values.length) + " samples."));
     var boxes = [h("canvas", { id: "latency-histogram", role: "img", "aria-label": "latency histogram" }),
                  h("canvas", { id: "latency-cdf", role: "img", "aria-label": "latency CDF" }),
                  h("canvas", { id: "latency-series", role: "img", "aria-label": "latency over time" })];
     s.appendChild(h("div", { class: "charts" }, boxes.map(function (c) { return h("div", { class: "chart-small" }, c); })));
-    loadChart().then(function (Chart) {
+    track(loadChart().then(function (Chart) {
       if (token !== S.token) return;
       var sorted = values.slice().sort(function (a, b) { return a - b; });
       var ms = function (ns) { return ns / 1e6; };
@@ -885,31 +1112,34 @@
         type: "bar",
         data: { labels: hist.labels, datasets: [{ label: "samples", data: hist.counts, backgroundColor: "#1f77b4", barPercentage: 1, categoryPercentage: 1 }] },
         options: { plugins: { legend: { display: false }, title: { display: true, text: "Histogram" + (hist.log ? " (log-spaced bins)" : "") } },
-                   scales: { x: { title: { display: true, text: "latency (ms, bin start)" } }, y: { title: { display: true, text: "samples" } } } }
+                   scales: { x: { title: { display: true, text: "latency (ms, bin start)" }, ticks: { maxRotation: 0, autoSkip: true, autoSkipPadding: 12 } },
+                             y: { title: { display: true, text: "samples" } } } }
       }));
       var n = sorted.length, cdf = sorted.map(function (x, i) { return { x: ms(x), y: (i + 1) / n }; });
-      var lat = (rec.metrics || {}).latency_ns || {};
+      var lat = obj(obj(rec.metrics).latency_ns);
       var marks = [["p50", 0.5], ["p90", 0.9], ["p99", 0.99], ["p99.9", 0.999]].filter(function (p) { return isNum(lat[p[0]]); })
         .map(function (p) { return { x: ms(lat[p[0]]), y: p[1], name: p[0] }; });
+      var logX = sorted[0] > 0 && sorted[n - 1] / sorted[0] > 20;
+      if (logX) marks = marks.filter(function (p) { return p.x > 0; });
       S.charts.push(new Chart(boxes[1], {
         type: "line",
         data: { datasets: [{ label: "CDF", data: cdf, borderColor: "#1f77b4", pointRadius: 0, borderWidth: 1.5, stepped: true },
                            { type: "scatter", label: "exact percentiles", data: marks, borderColor: "#d62728", backgroundColor: "#d62728", pointRadius: 4 }] },
         options: { parsing: false, plugins: { title: { display: true, text: "Cumulative distribution" },
                      tooltip: { callbacks: { label: function (item) { return (item.raw.name ? item.raw.name + ": " : "") + item.raw.x.toPrecision(4) + " ms, " + (item.raw.y * 100).toFixed(2) + " %"; } } } },
-                   scales: { x: { type: sorted[0] > 0 && sorted[n - 1] / sorted[0] > 20 ? "logarithmic" : "linear", title: { display: true, text: "latency (ms)" } },
+                   scales: { x: axisOptions({ title: "latency (ms)" }, logX, axisRange(cdf.map(function (p) { return p.x; }), logX)),
                              y: { min: 0, max: 1, title: { display: true, text: "fraction of samples" } } } }
       }));
-      var step = raw.step || 1;
       S.charts.push(new Chart(boxes[2], {
         type: "line",
         data: { datasets: [{ label: "latency", data: values.map(function (x, i) { return { x: i * step, y: ms(x) }; }),
                              borderColor: "#2ca02c", pointRadius: 0, borderWidth: 1 }] },
         options: { parsing: false, plugins: { legend: { display: false }, title: { display: true, text: "Latency over the run" } },
-                   scales: { x: { type: "linear", title: { display: true, text: "query" } }, y: { title: { display: true, text: "latency (ms)" } } } }
+                   scales: { x: { type: "linear", title: { display: true, text: "query" }, ticks: { maxRotation: 0 } },
+                             y: { title: { display: true, text: "latency (ms)" } } } }
       }));
       s.setAttribute("data-samples", values.length);
-    });
+    }));
     return s;
   }
 
@@ -917,15 +1147,16 @@
     var lo = sorted[0], hi = sorted[sorted.length - 1];
     var log = lo > 0 && hi / lo > 20;
     var a = log ? Math.log(lo) : lo, b = log ? Math.log(hi) : hi;
-    if (b <= a) b = a + 1;
+    if (!(b > a)) b = a + 1;
     var width = (b - a) / bins, counts = new Array(bins).fill(0), labels = [];
+    if (!(width > 0) || !isFinite(width)) width = 1;
     sorted.forEach(function (x) {
       var k = Math.floor(((log ? Math.log(x) : x) - a) / width);
-      counts[Math.min(bins - 1, Math.max(0, k))]++;
+      counts[Math.min(bins - 1, Math.max(0, isFinite(k) ? k : 0))]++;
     });
     for (var i = 0; i < bins; i++) {
       var edge = a + i * width;
-      labels.push(((log ? Math.exp(edge) : edge) / 1e6).toPrecision(3));
+      labels.push(fmtTickValue((log ? Math.exp(edge) : edge) / 1e6));
     }
     return { counts: counts, labels: labels, log: log };
   }
@@ -940,33 +1171,36 @@
       pairs.push([k, (k === "top1" || k === "top5") && isNum(x) ? fmtPct(x) : x]);
     });
     s.appendChild(kv(pairs, "validation"));
-    if (v.checks && v.checks.length) {
+    if (arr(v.checks).length) {
       s.appendChild(h("h3", null, "Checks"));
       s.appendChild(objectTable(v.checks, [["metric", "Metric"], ["value", "Value"], ["expected", "Expected"],
-        ["allowed", "Allowed difference"], ["diff", "Difference"], ["ok", "OK", function (ok) { return badge(ok ? "PASS" : "FAIL"); }]], "checks"));
+        ["allowed", "Allowed difference"], ["diff", "Difference"], ["ok", "OK", function (ok) { return badge(ok === true ? "PASS" : ok === false ? "FAIL" : txt(ok)); }]], "checks"));
     }
-    if (v.misses && v.misses.length) {
+    if (arr(v.misses).length) {
       s.appendChild(h("details", null, h("summary", null, v.misses.length + " misclassified samples"),
         objectTable(v.misses.slice(0, 200))));
+    } else if (v.misses !== undefined && v.misses !== null && !Array.isArray(v.misses)) {
+      s.appendChild(kv([["misses", v.misses]]));
     }
     return s;
   }
 
   function softwareSection(rec) {
     var s = section("Software", "software");
-    var lock = rec.lock;
-    if (lock && Array.isArray(lock.software)) {
+    var lock = obj(rec.lock);
+    if (Array.isArray(lock.software)) {
+      var missing = arr(lock.missing);
       s.appendChild(kv([["lock status", badge(lock.status)], ["root", lock.root], ["created", lock.created],
-        ["interpreter", lock.interpreter], ["platform", (lock.platform || {}).fingerprint],
-        (lock.missing || []).length ? ["missing", lock.missing.join(", ")] : null]));
+        ["interpreter", lock.interpreter], ["platform", obj(lock.platform).fingerprint],
+        missing.length ? ["missing", joined(missing)] : lock.missing && !Array.isArray(lock.missing) ? ["missing", lock.missing] : null]));
       s.appendChild(objectTable(lock.software, [["name", "Software"], ["version", "Version"], ["origin", "Origin"],
-        ["source", "Source"], ["requested_by", "Requested by", function (x) { return (x || []).join(", "); }],
+        ["source", "Source"], ["requested_by", "Requested by", function (x) { return joined(x); }],
         ["location", "Location"]], "software lock-software"));
     } else {
-      var info = (rec.backend || {}).info || {}, runtime = rec.runtime || {};
+      var backend = obj(rec.backend), info = obj(backend.info), runtime = obj(rec.runtime);
       s.appendChild(h("p", { class: "note" }, "No lock: this run was not made with --lock, so only what the run itself reported is known."));
-      var seen = [["python", runtime.python || (rec.platform || {}).python, runtime.executable],
-                  [info.framework || (rec.backend || {}).name, info.version, info.runtime],
+      var seen = [["python", runtime.python || obj(rec.platform).python, runtime.executable],
+                  [info.framework || backend.name, info.version, info.runtime],
                   ["reefkit (cr)", rec.cr_version, ""]].filter(function (x) { return x[0] && x[1]; });
       s.appendChild(objectTable(seen.map(function (x) { return { name: x[0], version: x[1], note: x[2] }; }),
         [["name", "Software"], ["version", "Version"], ["note", "Detail"]], "software run-software"));
@@ -976,58 +1210,154 @@
 
   function platformSection(p) {
     var s = section("Platform", "platform");
-    var cpu = p.cpu || {};
-    var pairs = [["fingerprint", h("span", { class: "mono" }, String(p.fingerprint || DASH))], ["board", p.board],
+    var cpu = obj(p.cpu);
+    var pairs = [["fingerprint", h("span", { class: "mono" }, txt(p.fingerprint || DASH))], ["board", p.board],
       ["os", p.distribution_name || p.os], ["kernel", p.kernel], ["arch", p.arch], ["cpu", cpu.model],
-      ["cores / threads", (cpu.cores || DASH) + " / " + (cpu.threads || DASH)], ["max MHz", cpu.max_mhz],
-      ["memory", fmtBytes(p.memory_bytes)], ["python", p.python], ["libc", (p.libc || "") + " " + (p.libc_version || "")]]
-      .filter(function (x) { return x[1] !== undefined && x[1] !== null && x[1] !== ""; });
-    (p.accelerators || []).forEach(function (a, i) {
-      pairs.push(["accelerator " + (i + 1), [a.vendor, a.name, a.memory_bytes ? fmtBytes(a.memory_bytes) : "", a.driver ? "driver " + a.driver : "",
-        a.cuda ? "CUDA " + a.cuda : ""].filter(Boolean).join(", ")]);
+      ["cores / threads", txt(cpu.cores || DASH) + " / " + txt(cpu.threads || DASH)], ["max MHz", cpu.max_mhz],
+      ["memory", isNum(p.memory_bytes) ? fmtBytes(p.memory_bytes) : p.memory_bytes], ["python", p.python],
+      ["libc", txt(p.libc) + " " + txt(p.libc_version)]]
+      .filter(function (x) { return x[1] !== undefined && x[1] !== null && x[1] !== "" && x[1] !== " "; });
+    arr(p.accelerators).forEach(function (a, i) {
+      a = obj(a);
+      pairs.push(["accelerator " + (i + 1), [a.vendor, a.name, isNum(a.memory_bytes) ? fmtBytes(a.memory_bytes) : "", a.driver ? "driver " + txt(a.driver) : "",
+        a.cuda ? "CUDA " + txt(a.cuda) : ""].map(txt).filter(Boolean).join(", ")]);
     });
     s.appendChild(kv(pairs, "platform"));
-    if ((cpu.flags || []).length || (p.capabilities || []).length) {
+    if (arr(cpu.flags).length || arr(p.capabilities).length) {
       s.appendChild(h("details", null, h("summary", null, "capabilities and CPU flags"),
-        h("p", null, (p.capabilities || []).join(" ")), h("p", { class: "sub" }, (cpu.flags || []).join(" "))));
+        h("p", null, joined(arr(p.capabilities), " ")), h("p", { class: "sub" }, joined(arr(cpu.flags), " "))));
     }
     return s;
   }
 
   // ---------------------------------------------------------------- compare
-  // [label, value getter, formatter, better: -1 lower is better, 1 higher is better, 0 neither]
+  // [label, value getter, formatter, better: -1 lower is better, 1 higher is better, 0 neither, noise rule]
   var COMPARE_ROWS = [
-    ["action", function (r) { return r.action; }, String, 0],
-    ["status", function (r) { return r.status; }, String, 0],
-    ["model / solution", function (r) { var c = subjectOf(r); return (c.name || c.ref || "") + " " + (c.version || ""); }, String, 0],
-    ["backend", function (r) { var b = r.backend || {}; return (b.name || "") + " " + ((b.info || {}).version || ""); }, String, 0],
-    ["variant", function (r) { return (r.pipeline || {}).variant || (r.config || {}).variant; }, String, 0],
-    ["precision", function (r) { return (r.pipeline || {}).precision; }, String, 0],
-    ["platform", function (r) { var row = rowsFor(r)[0]; return row ? row.platform_label : (r.platform || {}).fingerprint; }, String, 0],
-    ["scenario", function (r) { return (r.metrics || {}).scenario; }, String, 0],
-    ["batch size", function (r) { return (r.metrics || {}).batch_size; }, fmtInt, 0],
-    ["top-1", accuracyOf("top1"), fmtPct, 1],
-    ["top-5", accuracyOf("top5"), fmtPct, 1],
-    ["p50 latency", lat("p50"), fmtDur, -1],
-    ["p90 latency", lat("p90"), fmtDur, -1],
-    ["p99 latency", lat("p99"), fmtDur, -1],
-    ["p99.9 latency", lat("p99.9"), fmtDur, -1],
-    ["mean latency", lat("mean"), fmtDur, -1],
-    ["throughput", function (r) { return ((r.metrics || {}).throughput || {}).samples_per_s; }, fmtRate, 1],
-    ["peak memory", function (r) { return (r.metrics || {}).peak_rss_bytes; }, fmtBytes, -1],
-    ["energy / sample", function (r) { var m = r.metrics || {}; return m.energy && typeof m.energy === "object" ? m.energy.joules_per_sample : m.energy_j_per_sample; }, fmtEnergy, -1],
-    ["validity", function (r) { return (r.metrics || {}).validity; }, String, 0],
-    ["queries", function (r) { return (r.metrics || {}).queries; }, fmtInt, 0],
+    ["action", function (r) { return r.action; }, txt, 0],
+    ["status", function (r) { return r.status; }, txt, 0],
+    ["model / solution", function (r) { var c = subjectOf(r); return txt(c.name || c.ref) + " " + txt(c.version); }, txt, 0],
+    ["backend", function (r) { var b = obj(r.backend); return txt(b.name) + " " + txt(obj(b.info).version); }, txt, 0],
+    ["variant", function (r) { return obj(r.pipeline).variant || obj(r.config).variant; }, txt, 0],
+    ["precision", function (r) { return obj(r.pipeline).precision; }, txt, 0],
+    ["platform", function (r) { var row = rowsFor(r)[0]; return row ? row.platform_label : obj(r.platform).fingerprint; }, txt, 0],
+    ["scenario", function (r) { return obj(r.metrics).scenario; }, txt, 0],
+    ["batch size", function (r) { return obj(r.metrics).batch_size; }, fmtCount, 0],
+    ["top-1", accuracyOf("top1"), fmtPct, 1, "accuracy"],
+    ["top-5", accuracyOf("top5"), fmtPct, 1, "accuracy"],
+    ["p50 latency", lat("p50"), fmtDur, -1, "q", 0.5],
+    ["p90 latency", lat("p90"), fmtDur, -1, "q", 0.9],
+    ["p99 latency", lat("p99"), fmtDur, -1, "q", 0.99],
+    ["p99.9 latency", lat("p99.9"), fmtDur, -1, "tail"],
+    ["mean latency", lat("mean"), fmtDur, -1, "mean"],
+    ["noise (IQR / p50)", function (r) { return noiseOf(r); }, function (x) { return isNum(x) ? x.toFixed(3) : txt(x); }, 0],
+    ["throughput", function (r) { return obj(obj(r.metrics).throughput).samples_per_s; }, fmtRate, 1, "throughput"],
+    ["peak memory", function (r) { return obj(r.metrics).peak_rss_bytes; }, fmtBytes, -1, "plain"],
+    ["energy / sample", function (r) { var m = obj(r.metrics); return isNum(obj(m.energy).joules_per_sample) ? m.energy.joules_per_sample : m.energy_j_per_sample; }, fmtEnergy, -1, "plain"],
+    ["validity", function (r) { return obj(r.metrics).validity; }, txt, 0],
+    ["queries", function (r) { return obj(r.metrics).queries; }, fmtCount, 0],
     ["started", function (r) { return r.started; }, fmtDate, 0],
-    ["cr version", function (r) { return r.cr_version; }, String, 0]
+    ["cr version", function (r) { return r.cr_version; }, txt, 0]
   ];
-  function lat(k) { return function (r) { return ((r.metrics || {}).latency_ns || {})[k]; }; }
+  function lat(k) { return function (r) { return obj(obj(r.metrics).latency_ns)[k]; }; }
+  function fmtCount(x) { return isNum(x) ? fmtInt(x) : fmtAny(x); }
   function accuracyOf(k) {
     return function (r) {
-      if (r.validation) return r.validation[k];
+      if (r.validation && typeof r.validation === "object") return obj(r.validation)[k];
       var row = rowsFor(r).filter(function (x) { return isNum(x[k]); })[0];
       return row ? row[k] : undefined;
     };
+  }
+
+  // Noise. A difference is coloured (green better, red worse) only when it is beyond noise:
+  //  - latency percentiles and the mean, as `cr results compare` judges them
+  //    (cr/results/compare.py): each run's standard error from its raw samples (the
+  //    distribution-free interval of the quantile; stdev / sqrt(n) for the mean), and the
+  //    difference is noise when within 1.96 x the combined standard error or under 1 % of
+  //    the baseline. The site keeps at most 2,048 samples of a run (every n-th), which only
+  //    widens the interval. Without samples: the p50's error from IQR and count, the mean's
+  //    from stdev and count; other percentiles then count as noise when within the larger
+  //    of both runs' IQR / p50;
+  //  - single-stream throughput: the relative noise of the mean latency; other throughputs,
+  //    memory and energy: a difference under PLAIN_NOISE (5 %) is noise;
+  //  - accuracy (the same samples give the same figure): under 0.05 points is noise;
+  //  - p99.9: not judged (as `cr results compare`: too few samples that far in the tail).
+  var Z = 1.959964, MIN_EFFECT = 0.01, PLAIN_NOISE = 0.05, ACCURACY_NOISE = 0.0005;
+  function noiseOf(r) {
+    var m = obj(r.metrics), l = obj(m.latency_ns);
+    if (isNum(m.noise)) return m.noise;
+    return isNum(l.iqr) && isNum(l.p50) && l.p50 > 0 ? l.iqr / l.p50 : undefined;
+  }
+  var sortedSamples = new WeakMap();  // record -> its raw samples, sorted (null: fewer than 2)
+  function samplesOf(r) {
+    if (!sortedSamples.has(r)) {
+      var values = arr(obj(r.raw).samples_ns).filter(function (x) { return isNum(x) && x >= 0; });
+      sortedSamples.set(r, values.length >= 2 ? values.slice().sort(function (a, b) { return a - b; }) : null);
+    }
+    return sortedSamples.get(r);
+  }
+  function quantile(s, q) {
+    var pos = q * (s.length - 1), lo = Math.floor(pos), hi = Math.min(lo + 1, s.length - 1);
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo);
+  }
+  function quantileSe(s, q) {
+    var n = s.length, spread = Z * Math.sqrt(n * q * (1 - q));
+    var lo = Math.max(0, Math.min(n - 1, Math.floor(n * q - spread))), hi = Math.max(0, Math.min(n - 1, Math.ceil(n * q + spread)));
+    return (s[hi] - s[lo]) / (2 * Z);
+  }
+  function meanSe(r) {
+    var s = samplesOf(r);
+    if (s) {
+      var n = s.length, mean = 0, v = 0;
+      s.forEach(function (x) { mean += x; });
+      mean /= n;
+      s.forEach(function (x) { v += (x - mean) * (x - mean); });
+      return { mean: mean, se: Math.sqrt(v / (n - 1) / n) };
+    }
+    var l = obj(obj(r.metrics).latency_ns), count = l.count;
+    return isNum(l.mean) && isNum(l.stdev) && isNum(count) && count > 0 ? { mean: l.mean, se: l.stdev / Math.sqrt(count) } : null;
+  }
+  // The standard error of one figure of r (null when unknown), for the noise rule spec[4].
+  function standardError(r, spec, value) {
+    var rule = spec[4], s = samplesOf(r), l = obj(obj(r.metrics).latency_ns);
+    if (rule === "q") {
+      if (s) return quantileSe(s, spec[5]);
+      if (spec[5] === 0.5 && isNum(l.iqr) && isNum(l.count) && l.count > 0) return 1.2533 * (l.iqr / 1.349) / Math.sqrt(l.count);
+      return null;
+    }
+    if (rule === "mean") { var ms = meanSe(r); return ms ? ms.se : null; }
+    if (rule === "throughput" && obj(r.metrics).scenario === "single-stream") {
+      var m = meanSe(r);
+      return m && m.mean > 0 ? value * m.se / m.mean : null;
+    }
+    return null;
+  }
+  // -> {verdict: "better" | "worse" | "noise" | "same" | "unknown", why}
+  function judge(spec, base, x, baseRec, rec) {
+    var diff = x - base, rel = diff / Math.abs(base), rule = spec[4], margin = null, why;
+    if (Math.abs(rel) < 1e-9) return { verdict: "same", why: "no difference" };
+    if (rule === "tail") return { verdict: "unjudged", why: "not judged: a run has too few samples beyond its p99.9 to tell noise from a difference" };
+    if (rule === "accuracy") {
+      margin = ACCURACY_NOISE;
+      why = "noise: accuracy differences under 0.05 points";
+      if (Math.abs(diff) <= margin) return { verdict: "noise", why: why };
+    } else if (rule === "plain" || (rule === "throughput" && (standardError(baseRec, spec, base) === null || standardError(rec, spec, x) === null))) {
+      if (Math.abs(rel) <= PLAIN_NOISE) return { verdict: "noise", why: "within noise: differences under " + PLAIN_NOISE * 100 + " % are not judged" };
+      why = "beyond the " + PLAIN_NOISE * 100 + " % noise threshold";
+    } else {
+      var seA = standardError(baseRec, spec, base), seB = standardError(rec, spec, x);
+      if (seA !== null && seB !== null && isNum(seA) && isNum(seB)) {
+        margin = Math.max(Z * Math.sqrt(seA * seA + seB * seB), MIN_EFFECT * Math.abs(base));
+        if (Math.abs(diff) <= margin) return { verdict: "noise", why: "within noise (\u00B1" + (margin / Math.abs(base) * 100).toFixed(1) + " %, 95 % interval from the samples)" };
+        why = "beyond noise (\u00B1" + (margin / Math.abs(base) * 100).toFixed(1) + " %, 95 % interval from the samples)";
+      } else {
+        var na = noiseOf(baseRec), nb = noiseOf(rec);
+        if (!isNum(na) && !isNum(nb)) return { verdict: "unknown", why: "noise unknown: neither run has raw samples or an IQR" };
+        var level = Math.max(isNum(na) ? na : 0, isNum(nb) ? nb : 0, MIN_EFFECT);
+        if (Math.abs(rel) <= level) return { verdict: "noise", why: "within noise (the runs' IQR / p50: " + (level * 100).toFixed(1) + " %)" };
+        why = "beyond noise (the runs' IQR / p50: " + (level * 100).toFixed(1) + " %)";
+      }
+    }
+    return { verdict: rel * spec[3] > 0 ? "better" : "worse", why: why };
   }
 
   function renderCompare(main, uids) {
@@ -1039,11 +1369,12 @@
     }
     var status = h("p", { class: "note" }, "Loading " + uids.length + " results\u2026");
     main.appendChild(status);
-    Promise.all(uids.map(function (u) { return loadResult(u).then(function (r) { return r; }, function () { return null; }); }))
+    track(Promise.all(uids.map(function (u) { return loadResult(u).then(function (r) { return r; }, function () { return null; }); }))
       .then(function (recs) {
         if (token !== S.token) return;
         var missing = uids.filter(function (u, i) { return !recs[i]; });
-        status.textContent = missing.length ? "Not on this site: " + missing.join(", ") : "Relative differences are against the first column.";
+        status.textContent = missing.length ? "Not on this site: " + missing.join(", ") : "Relative differences are against the first column; " +
+          "green (better) or red (worse) only beyond noise (hover a difference for how it was judged).";
         recs = recs.filter(Boolean);
         if (!recs.length) return;
         var head = h("tr", null, h("th", { scope: "col" }, "metric"), recs.map(function (r, i) {
@@ -1056,13 +1387,13 @@
           if (values.every(function (x) { return x === undefined || x === null || x === ""; })) return;
           var base = values[0];
           body.appendChild(h("tr", { "data-metric": spec[0] }, h("th", { scope: "row" }, spec[0]), values.map(function (x, i) {
-            var text = x === undefined || x === null || x === "" ? DASH : spec[2](x);
-            var cell = h("td", { class: (isNum(x) ? "num " : "") + "result-col" }, text);
-            if (i > 0 && spec[3] && isNum(x) && isNum(base) && base !== 0) {
-              var rel = (x - base) / Math.abs(base);
-              var better = rel * spec[3] > 0;
-              cell.appendChild(h("div", { class: "diff " + (Math.abs(rel) < 1e-9 ? "" : better ? "better" : "worse") },
-                (rel >= 0 ? "+" : "") + (rel * 100).toFixed(1) + " %"));
+            var shown = x === undefined || x === null || x === "" ? DASH : spec[2](x);
+            var cell = h("td", { class: (isNum(x) ? "num " : "") + "result-col" }, shown);
+            if (i > 0 && spec[3] && isNum(x) && isNum(base) && base !== 0 && isNum((x - base) / Math.abs(base))) {
+              var rel = (x - base) / Math.abs(base), j = judge(spec, base, x, recs[0], recs[i]);
+              var coloured = j.verdict === "better" || j.verdict === "worse";
+              cell.appendChild(h("div", { class: "diff " + (coloured ? j.verdict : "noise"), "data-judgement": j.verdict, title: j.why },
+                (rel >= 0 ? "+" : "") + (rel * 100).toFixed(1) + " %" + (j.verdict === "noise" ? " (noise)" : "")));
             }
             return cell;
           })));
@@ -1070,9 +1401,9 @@
         main.appendChild(h("div", { class: "table-wrap" }, h("table", { class: "compare", id: "compare" }, h("thead", null, head), body)));
 
         var keys = [];
-        recs.forEach(function (r) { Object.keys(r.config || {}).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); }); });
+        recs.forEach(function (r) { Object.keys(obj(r.config)).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); }); });
         var differing = keys.filter(function (k) {
-          var vals = recs.map(function (r) { return JSON.stringify((r.config || {})[k]); });
+          var vals = recs.map(function (r) { return JSON.stringify(obj(r.config)[k]); });
           return vals.some(function (x) { return x !== vals[0]; });
         });
         main.appendChild(h("h2", null, "Configuration differences"));
@@ -1081,10 +1412,10 @@
           main.appendChild(h("div", { class: "table-wrap" }, h("table", { class: "compare-config" },
             h("thead", null, h("tr", null, h("th", null, "parameter"), recs.map(function (r) { return h("th", { class: "mono" }, r.uid); }))),
             h("tbody", null, differing.map(function (k) {
-              return h("tr", null, h("th", { scope: "row" }, k), recs.map(function (r) { return h("td", null, fmtAny((r.config || {})[k])); }));
+              return h("tr", null, h("th", { scope: "row" }, k), recs.map(function (r) { return h("td", null, fmtAny(obj(r.config)[k])); }));
             })))));
         }
-      });
+      }));
   }
 
   // ---------------------------------------------------------------- routing

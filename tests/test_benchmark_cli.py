@@ -31,7 +31,9 @@ def test_iris_on_onnxruntime_end_to_end(run_cr, tmp_path):
     assert model["uid"] == "a3f4c2d18e6b7091"
     assert model["sha256"] == component_sha256(_meta("repo/model/iris-logreg/1.0.0/meta.json"))
     assert refs["action:benchmark@0.1.0"]["sha256"] == component_sha256(_meta("actions/benchmark/meta.json"))
-    assert r["platform"]["fingerprint"] and r["lock"] is None
+    # a model runs inside the lock of what it needs here (the model, numpy, the backend's onnxruntime)
+    assert r["platform"]["fingerprint"] and r["lock"]["root"] == "model:iris-logreg@1.0.0"
+    assert "software:onnxruntime@>=1.17" in r["lock"]["requires"]
     cfg = r["config"]
     assert cfg["scenario"] == "single-stream" and cfg["min_queries"] == 200 and cfg["threads"] == 1
     assert cfg["timeout_s"] == 600 and cfg["backend"] == "onnxruntime"  # defaults from the action meta

@@ -268,7 +268,7 @@ def test_onnx_optimised_and_int8(compile_cr, run_cr, tmp_path):
         meta, path = shown["meta"], Path(out["path"]) / out["file"]
         assert marker in _ops(path)
         assert path.stat().st_size < source.stat().st_size / 2
-        assert "expected" not in meta and meta["provenance"]["source_expected"] == EXPECTED
+        assert meta["expected"] == {"top1": {"value": 0.9, "abs": 0.07}} and meta["provenance"]["source_expected"] == EXPECTED
         assert meta["inputs"][0]["dtype"] == "float32" and meta["inputs"][0]["shape"] == [None, 1, 8, 8]
         got = _ort(path, x[:, None])
         assert (got.argmax(1) == reference.argmax(1)).mean() >= 0.9  # predictions mostly agree
@@ -414,7 +414,7 @@ def test_keras_to_tflite_fp32_and_int8(compile_cr, run_cr, tmp_path):
     assert out["ref"] == "model:knet@1.0.0+tflite.int8" and out["precision"] == "int8"
     meta = _show(run_cr, out["ref"])["meta"]
     assert meta["provenance"]["checks"]["calibration"] == {"samples": 20}
-    assert "expected" not in meta and meta["provenance"]["source_expected"] == EXPECTED
+    assert meta["expected"] == {"top1": {"value": 0.9, "abs": 0.07}} and meta["provenance"]["source_expected"] == EXPECTED
     it, detail, output_detail, got = run(Path(out["path"]) / out["file"])
     assert detail["dtype"] == np.float32 and output_detail["dtype"] == np.float32  # float interface kept
     assert np.int8 in {d["dtype"] for d in it.get_tensor_details()}

@@ -79,7 +79,7 @@ def git(*args, cwd=None) -> str:
 def bare(tmp_path) -> Path:
     """An empty bare repository whose pushes wait a moment before they are accepted."""
     path = tmp_path / "results.git"
-    git("init", "-q", "--bare", str(path))
+    git("init", "-q", "--bare", "--initial-branch=main", str(path))  # publish follows the remote's HEAD
     hook = path / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 1\n")
     hook.chmod(0o755)

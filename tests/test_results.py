@@ -156,7 +156,7 @@ def test_list_table(cr, seeded):
     by_uid = {line.split()[0]: line for line in lines[1:]}
     assert set(by_uid) == set(seeded)
     assert "solution:digits-ort@1.0.0" in by_uid[uid_of(4)] and "torch/torchscript" in by_uid[uid_of(2)]
-    assert "Raspberry Pi 4 Model B" in by_uid[uid_of(5)] and " us " in by_uid[uid_of(1)] and "q/s" in by_uid[uid_of(1)]
+    assert "Raspberry Pi 4 Model B" in by_uid[uid_of(5)] and " us " in by_uid[uid_of(1)] and "samples/s" in by_uid[uid_of(1)]
     assert "0.9806" in by_uid[uid_of(3)] and by_uid[uid_of(3)].endswith("ok PASS") and by_uid[uid_of(6)].endswith("failed")
     empty = cr("list", "--backend", "tensorrt")
     assert empty.returncode == 0 and empty.stdout == "" and "no stored results match" in empty.stderr

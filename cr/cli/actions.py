@@ -58,6 +58,8 @@ def _target_options(f):
         click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON."),
         click.option("--no-store", "store", is_flag=True, default=True, flag_value=False,
                      help="Do not keep the result in the results store (cr results list)."),
+        click.option("--install", is_flag=True,
+                     help="Install what running the model needs and is missing here (its lock's software) first."),
     ]):
         f = opt(f)
     return f
@@ -146,7 +148,10 @@ def _status(record: dict) -> None:
 
     if record["status"] != "ok":
         error = record.get("error") or {}
-        raise CRError(error.get("message", f"the {record['action']} failed"), hint=error.get("hint"))
+        hint = error.get("hint") or ""
+        if record.get("uid") and (error.get("traceback") or error.get("stderr_tail")):
+            hint = (hint + "; " if hint else "") + f"its traceback and output: cr results show {record['uid']}"
+        raise CRError(error.get("message", f"the {record['action']} failed"), hint=hint or None)
 
 
 def _finish(record: dict, out, as_json: bool, table=None, not_stored=None) -> None:
@@ -165,6 +170,9 @@ def _one(result):
 @click.option("--scenario", type=click.Choice(["single-stream", "multi-stream", "offline", "server"]))
 @click.option("--min-duration", "min_duration_s", type=float, help="Minimum timed duration in seconds.")
 @click.option("--min-queries", type=int, help="Minimum number of timed queries.")
+@click.option("--max-duration", "max_duration_s", type=float,
+              help="Stop a slow model after this many seconds even short of --min-queries, once 100 queries ran "
+                   "(default 25; 0: no maximum).")
 @click.option("--warmup", "warmup_queries", type=int, help="Warm-up queries (not timed).")
 @click.option("--batch-size", type=int, help="Samples per model call (default: the model's batch, else 1).")
 @click.option("--samples-per-query", type=int, help="multi-stream: samples per query.")
@@ -176,7 +184,7 @@ def _one(result):
 @click.option("--include-preprocess", is_flag=True, default=None, help="Time pre-processing together with inference.")
 @click.option("--engine", type=click.Choice(["cr", "loadgen"]), help="cr's harness (default) or MLPerf LoadGen (logs kept beside the result).")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, **params):
+def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, **params):
     """Benchmark a model or solution: cr benchmark model NAME[@SPEC] --backend onnxruntime.
 
     Runs in a separate process; the run lasts until both --min-duration and --min-queries
@@ -190,7 +198,8 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     if ref.kind == "solution":
         _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common, lock=lock_file)
         return
-    record, not_stored = _kept(lambda: run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store, **common))
+    record, not_stored = _kept(lambda: run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store,
+                                                            install=install, **common))
     record = _one(record)
     title = f"{record['components'][0]['ref']} on {record['backend']['name']}"
     _show(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
@@ -211,7 +220,7 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 @click.option("--batch-size", type=int, help="Samples per model call.")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, inputs, **params):
+def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, inputs, **params):
     """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].
 
     Samples go through the model's declared pre-processing, the backend, and its
@@ -235,7 +244,8 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 
             write(record, out)
     else:
-        record, not_stored = _kept(lambda: run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store, **common))
+        record, not_stored = _kept(lambda: run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store,
+                                                         install=install, **common))
         record = _one(record)
 
     def table():
@@ -261,7 +271,7 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 @click.option("--iou-threshold", type=float, help="Detection: IoU for a match (default 0.5).")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, parity, **params):
+def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, parity, **params):
     """Check accuracy against the model's expected metrics: cr validate model NAME --backend B.
 
     Exit 1 when a metric is outside its tolerance. With --parity onnxruntime,torch,tflite
@@ -282,7 +292,7 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
                   lock=lock_file, output=out)
     if parity:
         backends = [b.strip() for b in parity.split(",") if b.strip()]
-        record = run_parity(ref, backends, params=params, **common)
+        record = run_parity(ref, backends, params=params, install=install, **common)
         p = record.get("parity") or {}
 
         def table():
@@ -298,7 +308,7 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
                                + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return
-    record, not_stored = _kept(lambda: run_validate(ref, backend=backend, params=params, store=store, **common))
+    record, not_stored = _kept(lambda: run_validate(ref, backend=backend, params=params, store=store, install=install, **common))
     record = _one(record)
     v = record.get("validation") or {}
 

@@ -27,6 +27,56 @@ def _print_excluded(excluded: list[dict], heading: str) -> None:
         click.echo(f"  {e['ref']}: {e['reason']} -> {how}")
 
 
+def _reference_lines(paths: list) -> list[str]:
+    """'UID  benchmark single-stream threads=2 batch=1' per reference result packed."""
+    from ..errors import CRError
+    from ..jsonio import loads, read_file
+    from ..results.summary import config_label
+
+    lines = []
+    for path in paths:
+        try:
+            record = loads(read_file(path, where=str(path)), str(path), parse_constant=float)
+        except (CRError, OSError):
+            continue
+        if isinstance(record, dict):
+            lines.append(f"{record.get('uid')}  {record.get('action')} {config_label(record)}")
+    return lines
+
+
+def _lock_of_results(paths: list[str]) -> dict | None:
+    """The lock the result records at paths ran with (record["lock"]), to pack with them.
+
+    None when none of them names one; CRError when they ran with different software (the
+    archive holds one lock: give it with --lock, or pack results of one lock)."""
+    from ..errors import CRError
+    from ..jsonio import loads, read_file
+
+    locks = []
+    for path in paths:
+        try:
+            record = loads(read_file(path, where=f"result file {path}"), f"result file {path}", parse_constant=float)
+        except (CRError, OSError):
+            continue  # pack names what is wrong with the file
+        if isinstance(record, dict) and isinstance(record.get("lock"), dict):
+            locks.append((path, record["lock"]))
+    if not locks:
+        return None
+
+    def software(lock: dict) -> dict:
+        return {s.get("name"): s.get("version") for s in lock.get("software") or [] if isinstance(s, dict)}
+
+    first_path, first = locks[0]
+    for path, other in locks[1:]:
+        if (other.get("root"), software(other)) != (first.get("root"), software(first)):
+            a, b = software(first), software(other)
+            diff = ", ".join(f"{n} {a.get(n) or 'absent'} vs {b.get(n) or 'absent'}" for n in sorted(set(a) | set(b), key=str)
+                             if a.get(n) != b.get(n)) or f"roots {first.get('root')} vs {other.get('root')}"
+            raise CRError(f"the results ran with different locks: {first_path} and {path} ({output.clean(diff)})",
+                          hint="an archive carries one lock: pack results of one lock, or name the lock with --lock FILE")
+    return first
+
+
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
 @click.option("-o", "--output", "out_path", type=click.Path(), help="Archive file, or a directory for NAME-VERSION.cr.zip (default: here).")
@@ -37,9 +87,11 @@ def _print_excluded(excluded: list[dict], heading: str) -> None:
 def pack(ref, out_path, lock_file, results, no_results, as_json):
     """Pack a solution and everything it needs into NAME-VERSION.cr.zip: cr pack solution NAME.
 
-    Without --result, the newest successful result of each declared action on this
-    machine (cr results list --solution NAME) goes in as the reference, with the lock it
-    ran in; cr reproduce compares against them.
+    Without --result, the newest successful result of each configuration of each
+    declared action on this machine (cr results list --solution NAME) goes in as the
+    reference, with the lock it ran in; cr reproduce compares each with the run of the
+    same configuration. With --result, the lock those results ran with goes in (unless
+    --lock names one).
     """
     from ..archive import pack as run_pack, read_manifest
     from ..archive.limits import human
@@ -48,7 +100,9 @@ def pack(ref, out_path, lock_file, results, no_results, as_json):
     solution_ref = _solution_ref(ref)
     lock = lock_file
     results = list(results)
-    if not results and not no_results:
+    if results:
+        lock = lock or _lock_of_results(results)  # the lock the given results ran with
+    elif not no_results:
         from ..run.solution import stored_references
 
         results, stored_lock = stored_references(solution_ref)
@@ -76,8 +130,12 @@ def pack(ref, out_path, lock_file, results, no_results, as_json):
                f"({human(size)} compressed), sha256 {summary['sha256']}")
     if summary["lock"]:
         click.echo("  with its lock")
+    elif summary["results"]:
+        click.echo("  without a lock (the results name none): give it with --lock FILE")
     if summary["results"]:
-        click.echo(f"  with {len(summary['results'])} reference result(s)")
+        click.echo(f"  with {len(summary['results'])} reference result(s):")
+        for line in _reference_lines(results):
+            click.echo(f"    {output.clean(line)}")
     _print_excluded(summary["excluded"], "left out (the archive carries what installs them):")
 
 

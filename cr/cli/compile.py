@@ -22,8 +22,16 @@ def _summary_rows(record: dict) -> list[list]:
     for step, check in sorted(((k, v) for k, v in ((record.get("checks") or {}).items()) if isinstance(v, dict))):
         if "max_abs_diff" in check:
             text = f"max |diff| {check['max_abs_diff']:.3g} vs {check.get('against', 'source')}"
+            if check.get("atol") is not None and "min_top1_agreement" not in check:
+                text += f" (atol {check['atol']:g})"
             if check.get("top1_agreement") is not None:
                 text += f", top-1 agreement {check['top1_agreement']:.3f}"
+                if check.get("min_top1_agreement") is not None:
+                    text += f" (min {check['min_top1_agreement']:g})"
+            if check.get("samples"):
+                text += f" on {check['samples']} samples"
+            if check.get("passed") is False:
+                text += ": FAILED (registered with --allow-degraded)"
             rows.append([f"check ({step})", text])
     rows.append(["duration", f"{record['duration_s']:.2f} s"])
     return rows
@@ -42,17 +50,23 @@ def _summary_rows(record: dict) -> list[list]:
               help="Conversion option (repeatable), e.g. -O level=all, -O opset=17, -O per_channel=false.")
 @click.option("--version", "version", help="Version of the output (default: the source's + a label, e.g. 1.0.0+onnx).")
 @click.option("--force", is_flag=True, help="Replace the output version if the local repo has it.")
+@click.option("--allow-degraded", is_flag=True,
+              help="Register the output even when it fails its check against its source (the failure is recorded "
+                   "in its provenance); without it such a compile fails and registers nothing.")
+@click.option("--install", is_flag=True, help="Install what the conversion needs and is missing here first.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the conversion and fail after this many seconds.")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
-def compile_(ref, to, variant, options, version, force, out, as_json, **params):
+def compile_(ref, to, variant, options, version, force, install, allow_degraded, out, as_json, **params):
     """Convert a model: cr compile model NAME --to onnx [--precision int8 --quantization static].
 
     Conversions: torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx
     (optimised, or int8); onnx -> trt-plan (NVIDIA GPU); keras, savedmodel -> tflite (fp32,
     int8). The output becomes a new version of the same model in your local repo, e.g.
     model:NAME@1.0.0+onnx.int8.dynamic, with its provenance in its meta. The conversion
-    runs in a separate process.
+    runs in a separate process and is checked against its source: fp32 within -O atol
+    (default 1e-3), int8 top-1 agreement at least -O min_top1_agreement (default 0.95);
+    a failed check fails the compile, registering nothing, unless --allow-degraded.
     """
     from ..errors import CRError
     from ..run.compile import compile_model
@@ -61,7 +75,7 @@ def compile_(ref, to, variant, options, version, force, out, as_json, **params):
 
     record = compile_model(
         str(parse_ref_words(ref)), to, variant=variant, params={**params, "options": backend_options(options)},
-        version=version, output=out, force=force,
+        version=version, output=out, force=force, install=install, allow_degraded=allow_degraded,
     )
     if as_json:
         output.emit_json(to_json(record))

@@ -8,7 +8,8 @@ from . import output
 
 @click.command("publish")
 @click.option("--git", "git_url", metavar="URL", help="A git repository to publish to (results/ + the dashboard in site/).")
-@click.option("--branch", default="main", show_default=True, help="With --git: the branch to push.")
+@click.option("--branch", default=None, help="With --git: the branch to push (default: the remote's default branch, "
+                                            "its HEAD; main when it names none).")
 @click.option("--message", metavar="TEXT", help="With --git: the commit's first line (the list of what was added follows).")
 @click.option("--url", metavar="URL", help="A cr dashboard serve server to upload to.")
 @click.option("--token-file", type=click.Path(dir_okay=False), metavar="FILE",
@@ -39,9 +40,9 @@ def publish(git_url, branch, message, url, token_file, timeout, retries, results
         if as_json:
             output.emit_json(report.to_dict())
         elif report.commit is None:
-            click.echo(f"nothing to publish: {git_url} ({branch}) already has all {report.duplicates} results")
+            click.echo(f"nothing to publish: {git_url} ({report.branch}) already has all {report.duplicates} results")
         else:
-            click.echo(f"published {report.added} result{'s' if report.added != 1 else ''} to {git_url} ({branch}) at {report.commit[:12]}"
+            click.echo(f"published {report.added} result{'s' if report.added != 1 else ''} to {git_url} ({report.branch}) at {report.commit[:12]}"
                        f" ({report.duplicates} already there)")
             for key, n in report.by_label.items():
                 click.echo(f"  {key}: {n}", err=True)
@@ -50,6 +51,8 @@ def publish(git_url, branch, message, url, token_file, timeout, retries, results
         raise CRError("--url needs --token-file FILE", hint="the file holds the token the server was started with")
     if message:
         raise click.UsageError("--message goes with --git")
+    if branch:
+        raise click.UsageError("--branch goes with --git")
     from ..dashboard.upload import upload
 
     report = upload(url, token_file, sources=list(results), timeout=timeout, retries=retries)

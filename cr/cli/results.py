@@ -51,6 +51,17 @@ def duration(ns) -> str:
     return f"{ns / 1e9:.3f} s"
 
 
+def throughput(samples_per_s, queries_per_s) -> str:
+    """'3840.0 samples/s (120.0 queries/s)'; the queries only when they differ from the samples
+    (a batch or multi-stream query holds several samples)."""
+    if samples_per_s is None:
+        return "" if queries_per_s is None else f"{queries_per_s:.1f} queries/s"
+    text = f"{samples_per_s:.1f} samples/s"
+    if queries_per_s is not None and abs(queries_per_s - samples_per_s) > 1e-6 * max(1.0, samples_per_s):
+        text += f" ({queries_per_s:.1f} queries/s)"
+    return text
+
+
 def _number(value, digits: int = 4) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
@@ -101,8 +112,7 @@ def list_(as_json, **filters):
     table = [[
         r["uid"], _when(r["started"]), r["action"], _target(r),
         "/".join(x for x in (r["backend"], r["variant"]) if x), r["platform_description"],
-        duration(r["p50_ns"]), duration(r["p99_ns"]),
-        "" if r["throughput_qps"] is None else f"{r['throughput_qps']:.1f} q/s",
+        duration(r["p50_ns"]), duration(r["p99_ns"]), throughput(r["throughput_sps"], r["throughput_qps"]),
         _number(r["top1"]), _status(r),
     ] for r in rows]
     output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "PLATFORM", "P50", "P99", "THROUGHPUT", "TOP1", "STATUS"],
@@ -117,7 +127,7 @@ def show(uid, raw, as_json):
     """Show one stored result."""
     from ..results.store import record_file
     from ..results.latencies import inline_raw
-    from ..results.summary import summarize
+    from ..results.summary import CONFIG_FIELDS, config_label, summarize
 
     store = _store()
     record = store.get(uid, raw=raw and as_json)
@@ -131,6 +141,7 @@ def show(uid, raw, as_json):
         ["uid", s["uid"]],
         ["action", s["action"]],
         ["status", _status(s)],
+        ["configuration", config_label(record, CONFIG_FIELDS[1:])],
         ["started", f"{_when(s['started'])}  ({record['started']})"],
         ["ended", f"{_when(s['ended'])}  ({record['ended']})"],
     ]
@@ -147,9 +158,14 @@ def show(uid, raw, as_json):
     if record.get("lock"):
         rows.append(["lock", str((record["lock"] or {}).get("root", "yes"))])
     rows += _metric_rows(record)
-    error = record.get("error")
+    error = record.get("error") if isinstance(record.get("error"), dict) else None
     if error:
         rows.append(["error", f"{error.get('kind') or 'error'}: {error.get('message')}"])
+        if error.get("type"):
+            rows.append(["", f"type {error['type']}"])
+        for key in ("exit_status", "signal_name", "timeout_s"):
+            if error.get(key) is not None:
+                rows.append(["", f"{key.replace('_', ' ')} {error[key]}"])
         if error.get("hint"):
             rows.append(["hint", error["hint"]])
     raw_info = record.get("raw") or {}
@@ -157,7 +173,15 @@ def show(uid, raw, as_json):
         rows.append(["raw", f"{raw_info['count']} latencies in {raw_info.get('latencies_ns_file')}"])
     rows.append(["config", json.dumps(record.get("config"), sort_keys=True)])
     rows.append(["file", str(store.root / record_file(s["uid"]))])
-    output.table(["FIELD", "VALUE"], rows, title=f"result {s['uid']}")
+    output.table(["FIELD", "VALUE"], rows, title=output.clean(f"result {s['uid']}"))
+    # A failed run's own words: the traceback the runtime caught, the tail of its stderr
+    # (escaped: an imported record must not drive the terminal).
+    for key, heading in (("traceback", "traceback (from the runtime):"), ("stderr_tail", "stderr (last lines):")):
+        text = (error or {}).get(key)
+        if isinstance(text, str) and text.strip():
+            click.echo(heading)
+            for line in text.rstrip("\n").splitlines():
+                click.echo(output.clean(f"  {line}"))
 
 
 def _metric_rows(record: dict) -> list[list]:
@@ -199,7 +223,7 @@ def _value(metric: dict, value) -> str:
     if unit == "bytes":
         return f"{value / 2**20:.1f} MiB"
     if unit in ("queries/s", "samples/s"):
-        return f"{value:.1f} {'q/s' if unit == 'queries/s' else 's/s'}"
+        return f"{value:.1f} {unit}"
     return f"{value:.4f}"
 
 
@@ -227,11 +251,12 @@ def compare(uids, as_json):
         diffs = ["" if d is None else f"{100 * d:+.1f}%" for d in m["rel_diff"][1:]]
         rows.append([m["label"]] + [_value(m, v) for v in m["values"]] + diffs
                     + [" ".join(_noise(w) for w in m["within_noise"][1:])])
+    labels = {c["uid"]: c["label"] for c in report.get("config") or []}
     for r in report["results"]:
-        click.echo(f"{r['uid']}  {r['action']}  {_target(r)}  {'/'.join(x for x in (r['backend'], r['variant']) if x)}"
-                   f"  {r['platform_description']}  {_when(r['started'])}", err=True)
+        click.echo(output.clean(f"{r['uid']}  {r['action']}  {_target(r)}  {'/'.join(x for x in (r['backend'], r['variant']) if x)}"
+                                f"  {labels.get(r['uid'], '')}  {r['platform_description']}  {_when(r['started'])}"), err=True)
     for note in report["notes"]:
-        output.warn(note)
+        output.warn(output.clean(note))
     output.table(header, rows, empty="no metric to compare")
 
 

@@ -17,7 +17,7 @@ def solution_rows(records: list[dict]) -> list[list]:
         rows.append([
             r["action"], m.get("scenario") or "", (r.get("pipeline") or {}).get("variant") or "",
             f"{lat['p50'] / 1e6:.4f} ms" if lat.get("p50") else "", f"{lat['p99'] / 1e6:.4f} ms" if lat.get("p99") else "",
-            f"{thr['samples_per_s']:.1f}/s" if thr.get("samples_per_s") else "", accuracy,
+            f"{thr['samples_per_s']:.1f} samples/s" if thr.get("samples_per_s") else "", accuracy,
             v.get("outcome") or m.get("validity") or "", r["status"] if r["status"] != "ok" else r["uid"],
         ])
     return rows
@@ -34,17 +34,20 @@ SOLUTION_HEADERS = ["ACTION", "SCENARIO", "VARIANT", "P50", "P99", "THROUGHPUT",
 @click.option("--backend", cls=BackendOption, help="New solution: the backend ({backends}).")
 @click.option("--variant", help="New solution: the model variant to run.")
 @click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help="New solution: a backend option.")
-@click.option("--scenario", type=click.Choice(["single-stream", "multi-stream", "offline", "server"]), default="single-stream",
-              show_default=True, help="New solution: the benchmark scenario it declares.")
+@click.option("--scenario", "scenarios", type=click.Choice(["single-stream", "multi-stream", "offline", "server"]),
+              multiple=True, default=("single-stream",), show_default=True,
+              help="New solution: a benchmark scenario it declares (repeatable: one benchmark action each).")
 @click.option("--version", "version", default="1.0.0", show_default=True, help="New solution: its version.")
 @click.option("--repo", help="New solution: the repository to create it in (default: local).")
 @click.option("--offline", is_flag=True, help="Install nothing that needs the network.")
 @trust_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def init(kind, source, model, dataset, backend, variant, options, scenario, version, repo, offline, trust, as_json):
+def init(kind, source, model, dataset, backend, variant, options, scenarios, version, repo, offline, trust, as_json):
     """Create a solution, or make one ready here: cr init solution NAME|ARCHIVE|GIT-URL.
 
-    With --model and --backend, creates solution NAME in your local repo. Otherwise it
+    With --model and --backend, creates solution NAME in your local repo: a benchmark
+    action per --scenario, a validate action when its dataset has labels, -O KEY=VALUE
+    backend options (checked against the backend's). Otherwise it
     verifies the solution and its components, checks its platform constraints, resolves
     its software for this machine, installs what is missing, compiles what it declares
     and writes the lock. A second run is a fast no-op.
@@ -56,11 +59,14 @@ def init(kind, source, model, dataset, backend, variant, options, scenario, vers
         if not (model and backend):
             raise click.UsageError("a new solution needs both --model and --backend")
         created = solution.create(source, model, backend, dataset=dataset, variant=variant,
-                                  backend_options=backend_options(options), version=version, repo=repo, scenario=scenario)
+                                  backend_options=backend_options(options), version=version, repo=repo, scenario=scenarios)
         if as_json:
             output.emit_json({"created": created["ref"], "path": created["meta_path"], "meta": created["meta"]})
         else:
             click.echo(f"created {created['ref']} at {created['meta_path']}")
+            declared = ", ".join(a["action"] + (f" {a['params']['scenario']}" if a["params"].get("scenario") else "")
+                                 for a in created["meta"]["actions"])
+            click.echo(f"declared: {declared}")
             click.echo(f"next: cr init solution {created['name']} && cr benchmark solution {created['name']}")
         return
     report = with_consent(lambda trusted: solution.init(source, offline=offline, trust=trusted), trust, as_json)
@@ -85,42 +91,68 @@ def init(kind, source, model, dataset, backend, variant, options, scenario, vers
 def reproduce(source, offline, trust, as_json):
     """Reproduce a solution: cr reproduce ARCHIVE|solution:NAME.
 
-    Runs init, then every declared action, then compares with the reference results the
-    archive carries (or the solution's expectations): accuracy must match within its
-    tolerance; performance is shown beside the reference machine's. Exit 0 only when
-    everything that must match does.
+    Runs init, then every declared action, then compares each reference result the
+    archive carries with the run here of the same configuration (or, without references,
+    with the solution's expectations): accuracy must match within its tolerance;
+    performance is shown beside the reference machine's (and judged only where the
+    solution declares a tolerance). Exit 0 only when every run succeeded and everything
+    that must match does: a benchmark-only solution passes when its runs succeed.
     """
     from ..run.reproduce import reproduce as run_reproduce
     from ..errors import CRError
 
     report = with_consent(lambda trusted: run_reproduce(source, offline=offline, trust=trusted), trust, as_json)
+    clean = output.clean  # strings from an archive's records reach the terminal only escaped
     if as_json:
         output.emit_json(report)
     else:
-        rows = [[c["metric"], "" if c.get("reference") is None else f"{c['reference']:.4f}",
-                 "" if c.get("here") is None else f"{c['here']:.4f}", f"+- {c.get('allowed', 0):.4f}",
-                 "ok" if c["ok"] else "FAIL"] for c in report["checks"]]
-        output.table(["MUST MATCH", "REFERENCE", "HERE", "TOLERANCE", ""], rows, title=f"reproduction of {report['solution']}")
+        def number(x, digits=4):
+            return "" if x is None else f"{x:.{digits}f}"
+
+        def tolerance(c):
+            if c.get("allowed") is None:
+                return ""
+            return "exact" if c["allowed"] == 0 else f"+- {c['allowed']:.4f}"
+
+        click.echo(clean(f"reproduction of {report['solution']}"))
+        rows = [[c["metric"], c.get("config") or "", number(c.get("reference")), number(c.get("here")), tolerance(c),
+                 "ok" if c["ok"] else "FAIL", c.get("detail") or (c.get("tolerance") or {}).get("basis") or ""]
+                for c in report["checks"]]
+        if rows:
+            output.table(["MUST MATCH", "CONFIG", "REFERENCE", "HERE", "TOLERANCE", "", "WHY"], rows)
         perf = []
+        units = (("p50_ns", "p50"), ("p99_ns", "p99"), ("queries_per_s", "queries/s"), ("samples_per_s", "samples/s"))
         for p in report["performance"]:
-            for key, label in (("p50_ns", "p50"), ("p99_ns", "p99"), ("queries_per_s", "queries/s")):
+            for key, label in units:
                 cell = p.get(key)
-                if not cell:
+                if not cell or (cell.get("reference") is None and cell.get("here") is None):
                     continue
-                fmt = (lambda x: f"{x / 1e6:.4f} ms") if key.endswith("_ns") else (lambda x: f"{x:.1f}")
-                perf.append([f"{p['scenario']} {label}", "" if cell["reference"] is None else fmt(cell["reference"]),
+                fmt = (lambda x: f"{x / 1e6:.4f} ms") if key.endswith("_ns") else (lambda x: f"{x:.1f} {label}")
+                check = ""
+                if cell.get("tolerance"):
+                    t = cell["tolerance"]
+                    bound = ", ".join(x for x in (t.get("rel") is not None and f"rel {t['rel']}", t.get("abs") is not None
+                                                  and f"abs {t['abs']}") if x)
+                    check = {True: "ok", False: "FAIL", None: "not judged"}[cell.get("ok")] + f" (declared {bound})"
+                perf.append([p.get("config") or p.get("scenario") or "", label,
+                             "" if cell["reference"] is None else fmt(cell["reference"]),
                              "" if cell["here"] is None else fmt(cell["here"]),
-                             "" if cell["ratio"] is None else f"{cell['ratio']:.2f}x"])
+                             "" if cell["ratio"] is None else f"{cell['ratio']:.2f}x", check])
         if perf:
-            output.table(["PERFORMANCE (expected to differ)", "REFERENCE", "HERE", "RATIO"], perf)
+            output.table(["PERFORMANCE (expected to differ)", "METRIC", "REFERENCE", "HERE", "RATIO", "CHECK"], perf)
+        for note in report.get("notes") or []:
+            click.echo(clean(f"note: {note}"))
+        for f in report["failed_runs"]:
+            click.echo(clean(f"failed: {f['action']} {f.get('config') or ''} ({f.get('uid')}): {f['error']}"))
         plats = report["platforms"]
-        click.echo(f"reference machine: {plats['reference'] or 'none (checked against the declared expectations)'}")
-        click.echo(f"this machine:      {plats['here']}")
+        click.echo(clean(f"reference machine: {plats['reference'] or 'none (no reference results)'}"))
+        click.echo(clean(f"this machine:      {plats['here']}"))
         click.echo(f"outcome: {report['outcome']}")
     if report.get("not_stored") and report["outcome"] == "PASS":
         raise CRError(report["not_stored"]["message"], hint=report["not_stored"]["hint"])
     if report["outcome"] != "PASS":
-        causes = report["likely_causes"] + [f"{f['action']} failed: {f['error']}" for f in report["failed_runs"]]
-        raise CRError(f"reproduction of {report['solution']}: {report['outcome']}"
+        causes = [clean(c) for c in report["likely_causes"]
+                  + [f"{f['action']} {f.get('config') or ''} failed: {f['error']}" for f in report["failed_runs"]]]
+        raise CRError(f"reproduction of {clean(report['solution'])}: {report['outcome']}"
                       + (f"; likely cause: {causes[0]}" if causes else ""),
                       hint="; ".join(causes[1:4]) or "compare the software versions and the pipeline (cr results compare) with the reference")

@@ -198,19 +198,22 @@ def cache_dir(url: str, home: Path | None = None) -> Path:
     return (home or ensure_home()) / "publish" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
 
-def publish_git(url: str, branch: str = "main", sources=None, message: str | None = None,
+def publish_git(url: str, branch: str | None = None, sources=None, message: str | None = None,
                 home: Path | None = None) -> PublishReport:
     """Publish the records of sources (default: the local store) to branch of the git repository
-    at url, with the dashboard rebuilt into site/. See the module doc."""
+    at url (None: the remote's default branch, its HEAD; see default_branch), with the
+    dashboard rebuilt into site/. See the module doc."""
     from filelock import FileLock
 
     items = collect(sources)
     clone = cache_dir(url, home)
     clone.parent.mkdir(parents=True, exist_ok=True)
-    report = PublishReport(url=url, branch=branch, clone=str(clone))
+    report = PublishReport(url=url, branch=branch or "", clone=str(clone))
     with FileLock(str(clone) + ".lock"):
         repo = _open_clone(clone, url)
         with repo:
+            if not branch:
+                branch = report.branch = default_branch(repo, url)
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 report.attempts = attempt
                 _sync(repo, url, branch)
@@ -230,6 +233,46 @@ def publish_git(url: str, branch: str = "main", sources=None, message: str | Non
                     time.sleep(BACKOFF_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
     raise PublishError(f"cannot publish to {url}: the push was rejected as non-fast-forward {MAX_ATTEMPTS} times "
                        "(others keep pushing to it)", hint="run cr publish again in a moment")
+
+
+FALLBACK_BRANCH = "main"
+
+
+def default_branch(repo, url: str) -> str:
+    """The branch the remote's HEAD names: what a clone of it checks out and a forge shows.
+
+    `git ls-remote --symref origin HEAD` answers for a remote with commits. An empty one
+    (a fresh `git init --bare --initial-branch=trunk`) has an unborn HEAD, which ls-remote
+    does not print but a clone learns over protocol v2: its name is read from a clone of
+    the empty remote (nothing to download). FALLBACK_BRANCH ("main") when the remote names
+    none: an empty remote that does not say (protocol v0), or a HEAD naming no branch
+    while other branches exist (what publishing to main kept there stays found).
+    """
+    import tempfile
+
+    from ..store.gitrepo import git_module
+
+    git = git_module()
+    try:
+        listed = repo.git.ls_remote("--symref", "origin", "HEAD")
+        heads = "" if listed.strip() else repo.git.ls_remote("--heads", "origin")
+    except git.GitCommandError as exc:
+        raise _error(exc, "fetch from", url) from None
+    for line in listed.splitlines():
+        target, _, name = line.removeprefix("ref:").strip().partition("\t")
+        if line.startswith("ref:") and name.strip() == "HEAD" and target.startswith("refs/heads/"):
+            return target.removeprefix("refs/heads/")
+    if listed.strip() or heads.strip():
+        return FALLBACK_BRANCH
+    with tempfile.TemporaryDirectory(prefix=".head-", dir=Path(repo.working_dir).parent) as tmp:
+        try:
+            repo.git.execute(["git", "-c", f"init.defaultBranch={FALLBACK_BRANCH}", "clone", "-q", "--no-checkout",
+                              "--", url, str(Path(tmp) / "probe")])
+            head = git.Git(str(Path(tmp) / "probe")).execute(["git", "symbolic-ref", "-q", "HEAD"], env=_git_env())
+        except git.GitCommandError as exc:
+            raise _error(exc, "fetch from", url) from None
+    head = head.strip()
+    return head.removeprefix("refs/heads/") if head.startswith("refs/heads/") else FALLBACK_BRANCH
 
 
 def fetch_results(url: str, branch: str = "main", home: Path | None = None) -> Path:

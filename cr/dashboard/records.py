@@ -36,6 +36,8 @@ FIELDS = (
     "variant", "precision", "platform", "platform_label", "arch", "scenario", "task",
     "p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "top1", "top5", "outcome", "validity",
     "error", "tags", "reproduction", "loc",
+    # added after "loc", so that the positions above stay those of summaries an older build kept
+    "dataset", "config",
 )
 F = {name: i for i, name in enumerate(FIELDS)}
 
@@ -286,6 +288,91 @@ def _reproduction(value) -> str:
     return _str(value, 40)
 
 
+# Configuration parameters that are not part of the "config" cell: those with columns of their
+# own (backend, variant, scenario, dataset and split) and those that say how long or how often
+# to measure rather than what (they change the precision of a figure, not the figure).
+_CONFIG_SKIP = frozenset((
+    "backend", "variant", "scenario", "dataset", "split", "backend_options",
+    "min_duration_s", "min_queries", "warmup_queries", "seed", "input_pool", "timeout_s",
+    "keep_outputs", "parity_atol",
+))
+# Defaults that are left out of the cell (the benchmark's and validate's action defaults).
+_CONFIG_DEFAULTS = {"engine": "cr", "inputs": "auto", "include_preprocess": False, "iou_threshold": 0.5, "limit": None}
+# Parameters that apply to one scenario only (samples_per_query has a default in every config).
+_CONFIG_SCENARIO = {"samples_per_query": "multi-stream", "target_qps": "server", "latency_bound_ms": "server"}
+_CONFIG_NAMES = {"batch_size": "batch"}
+CONFIG_MAX = 200
+_NO_DEFAULT = object()
+
+
+def _value_text(value) -> str:
+    if isinstance(value, str):
+        return value[:60]
+    if isinstance(value, bool) or value is None:
+        return "true" if value is True else "false" if value is False else "null"
+    if isinstance(value, (int, float)):
+        return str(_num(value))[:60]
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)[:60]
+    except (TypeError, ValueError):
+        return str(value)[:60]
+
+
+def config_label(record: dict, scenario: str = "") -> str:
+    """The run's configuration beyond the leaderboard's own columns, as one short text:
+    "threads=2 batch=4 engine=loadgen intra_op_num_threads=1" (threads and batch first, then
+    the other parameters, then the backend's options, each sorted by name). Defaults and
+    parameters of other scenarios are left out; "" when nothing is left."""
+    config = _dict(record.get("config"))
+    parts = []
+    names = sorted(config.keys() - _CONFIG_SKIP)  # (a set operation: most of a config is skipped, in C)
+    if "batch_size" in config:
+        names.insert(0, names.pop(names.index("batch_size")))
+    if "threads" in config:
+        names.insert(0, names.pop(names.index("threads")))
+    for name in names:
+        value = config[name]
+        if value is None:
+            continue
+        default = _CONFIG_DEFAULTS.get(name, _NO_DEFAULT)
+        if value == default and type(value) is type(default):
+            continue
+        if name in _CONFIG_SCENARIO and scenario and scenario != _CONFIG_SCENARIO[name]:
+            continue
+        parts.append(f"{_CONFIG_NAMES.get(name, name)[:40]}={_value_text(value)}")
+    options = config.get("backend_options")
+    if options is None:
+        options = _dict(record.get("backend")).get("options")
+    if isinstance(options, dict):
+        parts.extend(f"{str(k)[:40]}={_value_text(options[k])}" for k in sorted(options, key=str))
+    elif options not in (None, ""):
+        parts.append(f"backend_options={_value_text(options)}")
+    return " ".join(parts)[:CONFIG_MAX]
+
+
+def dataset_label(record: dict) -> str:
+    """The dataset a run used, "digits@1.0.0 test" (its ref without "dataset:", and the split)."""
+    config, inputs = _dict(record.get("config")), _dict(record.get("inputs"))
+    ref = config.get("dataset") or inputs.get("dataset")
+    if not ref:
+        return ""
+    ref = _str(ref, 120)
+    if ref.startswith("dataset:"):
+        ref = ref[len("dataset:"):]
+    split = config.get("split") or inputs.get("split")
+    return f"{ref} {_str(split, 40)}" if split else ref
+
+
+def _task(record: dict, components: list, validation: dict, metrics: dict) -> str:
+    """The task: what validation measured, else what the record says (the model's meta
+    copied into it: a component's "task", a top-level "task")."""
+    task = validation.get("task") or metrics.get("task") or record.get("task")
+    if not task and components:  # the subject first, then the model it uses
+        task = components[0].get("task") or next(
+            (c["task"] for c in components if c.get("kind") == "model" and c.get("task")), "")
+    return _str(task, 60)
+
+
 def summarise(record: dict) -> list:
     """The summary row of a record (FIELDS order)."""
     components = [c for c in record.get("components") or [] if isinstance(c, dict)]
@@ -301,6 +388,7 @@ def summarise(record: dict) -> list:
     validation = _dict(record.get("validation"))
     error = _dict(record.get("error"))
     tags = [_str(t, 100) for t in (record.get("tags") or [])[:20]]
+    scenario = _str(metrics.get("scenario") or (config.get("scenario") if record.get("action") == "benchmark" else ""), 40)
     return [
         record["uid"],
         _str(record.get("action"), 40),
@@ -317,8 +405,8 @@ def summarise(record: dict) -> list:
         _str(platform.get("fingerprint"), 40) or "unknown",
         platform_label(platform),
         _str(platform.get("arch"), 40),
-        _str(metrics.get("scenario") or (config.get("scenario") if record.get("action") == "benchmark" else ""), 40),
-        _str(validation.get("task") or metrics.get("task") or record.get("task"), 60),
+        scenario,
+        _task(record, components, validation, metrics),
         _num(latency.get("p50")),
         _num(latency.get("p99")),
         _num(throughput.get("samples_per_s")),
@@ -332,6 +420,8 @@ def summarise(record: dict) -> list:
         tags,
         _reproduction(record.get("reproduction")),
         "",  # loc: the detail file (bundle) holding the record, set by write_bundle
+        dataset_label(record),
+        config_label(record, scenario),
     ]
 
 

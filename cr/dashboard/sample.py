@@ -144,6 +144,7 @@ def benchmark_record(model: str, backend: str, variant: str, precision: str, pla
 def validate_record(model: str, backend: str, variant: str, precision: str, platform: dict, top1: float, *,
                     uid: str, started: str, expected: float | None = None, samples: int = 360, **extra) -> dict:
     rec = _base("validate", model, backend, variant, precision, platform, uid, started)
+    rec["config"] = {"iou_threshold": 0.5, "parity_atol": 0.0001, "timeout_s": 600, **rec["config"]}  # the action's defaults
     expected = top1 if expected is None else expected
     ok = abs(top1 - expected) <= 0.01
     rec["validation"] = {

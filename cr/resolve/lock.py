@@ -36,6 +36,8 @@ def collect(ref: str, index) -> tuple[list, list[Requirement]]:
     root = resolve_component(ref, index)
     own = home_repo(root)
     components, requirements, queue, seen = [], [], [root], set()
+    if root.kind == "software":  # the environment of a software (cr env exec software:X) holds X itself
+        requirements.append(parse_requirement(f"software:{root.name}", requested_by=root.ref))
     while queue:
         comp = queue.pop(0)
         if comp.meta_path in seen:
@@ -284,14 +286,160 @@ def save_lock(lock: dict, path: Path | None = None) -> Path:
 
 
 def load_lock(path: Path) -> dict:
-    """The lock at path; InvalidMeta naming the file when it is not one.
+    """The lock at path; InvalidMeta naming the file (and the field) when it is not one.
 
     Read by cr.jsonio (through load_json): a regular file only, bounded in size and depth
-    (a hostile lock nesting thousands of levels is one error, not a RecursionError), no NaN."""
+    (a hostile lock nesting thousands of levels is one error, not a RecursionError), no NaN.
+    A lock may come from anywhere (an archive, a colleague), so every field that running
+    or installing reads is checked here, once: its type, and for names, versions, paths,
+    exports and install records what they may hold (_lock_problem)."""
     from ..store.meta import load_json
 
     lock = load_json(Path(path))
     software = lock.get("software")
     if lock.get("format") != LOCK_FORMAT or not isinstance(software, list) or not all(isinstance(sw, dict) for sw in software):
         raise InvalidMeta(f"{path}: not a reefkit lock of format {LOCK_FORMAT}", hint="re-create it with cr resolve REF -o FILE")
+    problem = _lock_problem(lock)
+    if problem:
+        pointer, why = problem
+        raise InvalidMeta(f"{path}: {pointer}: {why}", hint="re-create it with cr resolve REF -o FILE")
     return lock
+
+
+_ORIGINS = ("detected", "installed", "installable")
+_ENTRY_TEXT = ("recipe_uid", "env_id", "source", "location", "prefix", "interpreter")
+_INSTALL_TEXT = ("method", "url", "script", "archive", "index_url", "hint", "marker")
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:57] + "...")
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    return repr(value)[:60]
+
+
+def _text_problem(value: object, pointer: str, required: bool = False) -> tuple[str, str] | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        return pointer, f"expected a string, found {_shown(value)}"
+    if "\0" in value:
+        return pointer, "holds a NUL character"
+    return None
+
+
+def _strings_problem(value: object, pointer: str) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return pointer, f"expected a list of strings, found {_shown(value)}"
+    for i, item in enumerate(value):
+        problem = _text_problem(item, f"{pointer}/{i}", required=True)
+        if problem:
+            return problem
+    return None
+
+
+def _lock_problem(lock: dict) -> tuple[str, str] | None:
+    """(JSON pointer, what is wrong) of the first field of a lock cr cannot use, or None."""
+    from ..store.refs import name_problem, parse_ref, parse_version
+
+    root = lock.get("root")
+    try:
+        if not isinstance(root, str):
+            raise CRError("")
+        parse_ref(root)
+    except CRError:
+        return "/root", f"expected a component reference (kind:name@version), found {_shown(root)}"
+    problem = (_text_problem(lock.get("interpreter"), "/interpreter", required=True)
+               or _strings_problem(lock.get("missing"), "/missing") or _strings_problem(lock.get("requires"), "/requires"))
+    if problem:
+        return problem
+    for key in ("platform", "planned_for"):
+        if key in lock and not isinstance(lock[key], dict):
+            return f"/{key}", f"expected an object, found {_shown(lock[key])}"
+    platform = lock.get("platform") or {}
+    for key in ("fingerprint", "arch", "system", "python"):
+        problem = _text_problem(platform.get(key), f"/platform/{key}")
+        if problem:
+            return problem
+    components = lock.get("components", [])
+    if not isinstance(components, list):
+        return "/components", f"expected a list, found {_shown(components)}"
+    for i, comp in enumerate(components):
+        if not isinstance(comp, dict):
+            return f"/components/{i}", f"expected an object, found {_shown(comp)}"
+        for key in ("ref", "uid", "repo", "sha256"):
+            problem = _text_problem(comp.get(key), f"/components/{i}/{key}")
+            if problem:
+                return problem
+    names = set()
+    for i, sw in enumerate(lock["software"]):
+        at = f"/software/{i}"
+        why = name_problem(sw.get("name"))
+        if why is not None:
+            return f"{at}/name", f"expected a software name, found {_shown(sw.get('name'))}" + (f" ({why})" if why else "")
+        names.add(sw["name"])
+        version = sw.get("version")
+        try:
+            if not isinstance(version, str):
+                raise CRError("")
+            parse_version(version)
+        except CRError:
+            return f"{at}/version", f"expected a PEP 440 version, found {_shown(version)}"
+        if sw.get("origin") not in _ORIGINS:
+            return f"{at}/origin", f"expected one of {', '.join(_ORIGINS)}, found {_shown(sw.get('origin'))}"
+        problem = _strings_problem(sw.get("requested_by"), f"{at}/requested_by")
+        for key in _ENTRY_TEXT:
+            problem = problem or _text_problem(sw.get(key), f"{at}/{key}")
+        if problem:
+            return problem
+        if "packages" in sw and not isinstance(sw["packages"], list):
+            return f"{at}/packages", f"expected a list, found {_shown(sw['packages'])}"
+        from .compose import exports_problem
+
+        problem = exports_problem(sw.get("exports"))
+        if problem:
+            return at + problem[0], problem[1]
+        if sw["origin"] == "installable" or "install" in sw:
+            problem = _install_problem(sw, at)
+            if problem:
+                return problem
+    for i, name in enumerate(lock.get("missing") or ()):
+        if name not in names:
+            return f"/missing/{i}", f"{name!r} is not a software of the lock"
+    return None
+
+
+def _install_problem(sw: dict, at: str) -> tuple[str, str] | None:
+    """What is wrong with the install record of an entry (what cr install --lock runs)."""
+    install = sw.get("install")
+    if not isinstance(install, dict):
+        return f"{at}/install", f"expected the install record (an object), found {_shown(install)}"
+    if sw.get("source") not in ("pip", "apt", "download", "script"):
+        return f"{at}/source", f"expected the install method (pip, apt, download or script), found {_shown(sw.get('source'))}"
+    for key in _INSTALL_TEXT + ("filename",):
+        problem = _text_problem(install.get(key), f"{at}/install/{key}")
+        if problem:
+            return problem
+    problem = _strings_problem(install.get("packages"), f"{at}/install/packages") \
+        or _strings_problem(install.get("extra_index_urls"), f"{at}/install/extra_index_urls") \
+        or _strings_problem(install.get("requires"), f"{at}/install/requires")
+    if problem:
+        return problem
+    for j, package in enumerate(install.get("packages") or ()):
+        if not package.strip() or package.lstrip().startswith("-"):
+            return f"{at}/install/packages/{j}", f"expected a package requirement, found {_shown(package)} (an option or nothing)"
+    filename = install.get("filename")
+    if filename is not None and (filename in ("", ".", "..") or "/" in filename or "\\" in filename):
+        return f"{at}/install/filename", f"expected a plain file name, found {_shown(filename)}"
+    sha = install.get("sha256")
+    if sha is not None and not isinstance(sha, str) and not (isinstance(sha, dict) and all(isinstance(v, str) for v in sha.values())):
+        return f"{at}/install/sha256", f"expected a sha256 (or one per version), found {_shown(sha)}"
+    strip = install.get("strip_components")
+    if strip is not None and (isinstance(strip, bool) or not isinstance(strip, int) or strip < 0):
+        return f"{at}/install/strip_components", f"expected a count (an integer >= 0), found {_shown(strip)}"
+    if "no_deps" in install and not isinstance(install["no_deps"], bool):
+        return f"{at}/install/no_deps", f"expected true or false, found {_shown(install['no_deps'])}"
+    return None

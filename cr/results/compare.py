@@ -35,8 +35,8 @@ METRICS = (
     ("p90_ns", "p90 latency", "ns", ("metrics", "latency_ns", "p90"), 0.90, "lower"),
     ("p99_ns", "p99 latency", "ns", ("metrics", "latency_ns", "p99"), 0.99, "lower"),
     ("mean_ns", "mean latency", "ns", ("metrics", "latency_ns", "mean"), None, "lower"),
-    ("throughput_qps", "throughput", "queries/s", ("metrics", "throughput", "queries_per_s"), None, "higher"),
-    ("throughput_sps", "throughput (samples)", "samples/s", ("metrics", "throughput", "samples_per_s"), None, "higher"),
+    ("throughput_qps", "throughput (queries/s)", "queries/s", ("metrics", "throughput", "queries_per_s"), None, "higher"),
+    ("throughput_sps", "throughput (samples/s)", "samples/s", ("metrics", "throughput", "samples_per_s"), None, "higher"),
     ("noise", "noise (IQR/p50)", "", ("metrics", "noise"), None, "lower"),
     ("peak_rss_bytes", "peak RSS", "bytes", ("metrics", "peak_rss_bytes"), None, "lower"),
     ("top1", "top-1", "", ("validation", "top1"), None, "higher"),
@@ -121,7 +121,9 @@ def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
     """Every metric of records side by side, each relative to the first (the baseline).
 
     Returns {"baseline": uid, "uids": [...], "metrics": [{"metric", "label", "unit",
-    "better", "values", "rel_diff", "within_noise", "interval", "method"}], "notes": [...]};
+    "better", "values", "rel_diff", "within_noise", "interval", "method"}], "config":
+    config_comparison(records), "notes": [...]} (notes name what differs besides the
+    metrics: platforms, models, and every configuration field, 'config differs: threads 1 vs 2');
     rel_diff, within_noise and interval are None for the baseline and where unknown;
     interval is the 95% interval of B - A in the metric's unit.
     """
@@ -151,21 +153,41 @@ def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
             "values": [value for value, _, _ in figures], "rel_diff": rel, "within_noise": within,
             "interval": interval, "method": ", ".join(sorted(methods)) or None,
         })
-    return {"baseline": records[0].get("uid"), "uids": [r.get("uid") for r in records], "metrics": rows, "notes": _notes(records)}
+    config = config_comparison(records)
+    return {"baseline": records[0].get("uid"), "uids": [r.get("uid") for r in records], "metrics": rows,
+            "config": config, "notes": _notes(records, config)}
 
 
-def _notes(records: list[dict]) -> list[str]:
-    """What differs between the runs besides the metrics (the comparison may be unfair)."""
-    from .summary import summarize
+def config_comparison(records: list[dict]) -> list[dict]:
+    """Each run's configuration (cr.results.summary.config_fields, its label) and how it
+    differs from the baseline's: [{"uid", "label", "fields", "differences": [{"field",
+    "baseline", "value"}]}] (the baseline's differences are empty)."""
+    from .summary import config_differences, config_fields, config_label
+
+    out = []
+    for r in records:
+        out.append({"uid": r.get("uid"), "label": config_label(r), "fields": config_fields(r),
+                    "differences": [{"field": f, "baseline": a, "value": b} for f, a, b in config_differences(records[0], r)]})
+    return out
+
+
+def _notes(records: list[dict], config: list[dict]) -> list[str]:
+    """What differs between the runs besides the metrics (the comparison may be unfair):
+    the platform, model or solution, and every configuration field (action, scenario,
+    backend and its options, threads, batch size, variant, ...), e.g. 'config differs:
+    threads 1 vs 2'."""
+    from .summary import describe_difference, summarize
 
     notes = []
     summaries = [summarize(r) for r in records]
-    for key, what in (("platform", "platforms"), ("model", "models"), ("solution", "solutions"),
-                      ("backend", "backends"), ("variant", "variants"), ("scenario", "scenarios"),
-                      ("action", "actions")):
+    for key, what in (("platform", "platforms"), ("model", "models"), ("solution", "solutions")):
         values = [s[key] for s in summaries]
         if len(set(values)) > 1:
             notes.append(f"different {what}: " + ", ".join(str(v) for v in values))
+    for c in config[1:]:
+        if c["differences"]:
+            words = "; ".join(describe_difference(d["field"], d["baseline"], d["value"]) for d in c["differences"])
+            notes.append(f"config differs: {words}" if len(config) == 2 else f"config of {c['uid']} differs from the baseline: {words}")
     for s in summaries:
         if s["status"] != "ok":
             notes.append(f"{s['uid']} has status {s['status']}")

@@ -37,10 +37,14 @@ def now() -> str:
 def component_entry(info: dict) -> dict:
     from ..store.catalog import component_sha256
 
-    return {
+    entry = {
         "ref": info["ref"], "kind": info["kind"], "name": info["name"], "version": info["version"],
         "uid": info["uid"], "repo": info["repo"], "sha256": component_sha256(info["meta"]),
     }
+    task = info["meta"].get("task")
+    if info["kind"] in ("model", "solution") and isinstance(task, str):
+        entry["task"] = task  # what the dashboard groups by, also for benchmark-only runs
+    return entry
 
 
 def new(action: str, components: list[dict], backend: dict, config: dict, lock: dict | None, started: str) -> dict:

@@ -133,3 +133,111 @@ def summarize(record: dict) -> dict:
         "samples": samples,
         "error": _get(error, "message", kind=str) if error else None,
     }
+
+
+# ------------------------------------------------------------------------ configuration
+
+# What identifies a result's configuration (besides its target, the solution or model):
+# two results of the same target are comparable, and one is the reference for the other,
+# only when every field is equal. Read from record["config"] (the parameters as run),
+# record["pipeline"] and record["backend"]; a field a record lacks is None.
+CONFIG_FIELDS = (
+    "action", "scenario", "engine", "backend", "backend_options", "threads", "batch_size", "samples_per_query",
+    "target_qps", "latency_bound_ms", "variant", "precision", "dataset", "split", "inputs", "include_preprocess",
+)
+_SCENARIO_ONLY = {"samples_per_query": "multi-stream", "target_qps": "server", "latency_bound_ms": "server"}
+# How config_label() words each field (scenario and action stand alone).
+_LABELS = {"engine": "engine", "backend": "backend", "backend_options": "options", "threads": "threads",
+           "batch_size": "batch", "samples_per_query": "samples/query", "target_qps": "target_qps",
+           "latency_bound_ms": "bound_ms", "variant": "variant", "precision": "precision", "dataset": "dataset",
+           "split": "split", "inputs": "inputs", "include_preprocess": "preprocess"}
+
+
+def _plain(value):
+    """A JSON value in one canonical form (2.0 -> 2, keys sorted), hashable as text for dicts and lists."""
+    import json
+
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, dict) and not value:
+        return None  # no options given is the same as {}
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_fields(record) -> dict:
+    """{field: value} of CONFIG_FIELDS for a record (defensive: anything missing is None)."""
+    config = _get(record, "config", kind=dict) or {}
+    pipeline = _get(record, "pipeline", kind=dict) or {}
+    backend = _get(record, "backend", kind=dict) or {}
+    options = config.get("backend_options") if isinstance(config.get("backend_options"), dict) else backend.get("options")
+    values = {
+        "action": _get(record, "action", kind=str),
+        "scenario": _get(config, "scenario", kind=str) or _get(record, "metrics", "scenario", kind=str),
+        "engine": config.get("engine"),
+        "backend": _get(backend, "name", kind=str) or _get(config, "backend", kind=str),
+        "backend_options": options if isinstance(options, dict) else None,
+        "threads": config.get("threads"),
+        # as run: the model's own batch size when none was given (a failed run: as given)
+        "batch_size": config.get("batch_size") or _get(record, "metrics", "batch_size", kind=int)
+        or _get(record, "inputs", "batch_size", kind=int),
+        "samples_per_query": config.get("samples_per_query"),
+        "target_qps": config.get("target_qps"),
+        "latency_bound_ms": config.get("latency_bound_ms"),
+        "variant": _get(pipeline, "variant", kind=str) or _get(config, "variant", kind=str),
+        "precision": _get(pipeline, "precision", kind=str) or _get(config, "precision", kind=str),
+        "dataset": config.get("dataset"),
+        "split": config.get("split"),
+        "inputs": config.get("inputs"),
+        "include_preprocess": config.get("include_preprocess") or None,  # false = not given
+    }
+    for key, scenario in _SCENARIO_ONLY.items():  # meaningful in one scenario only
+        if values["scenario"] != scenario:
+            values[key] = None
+    return {k: _plain(v) for k, v in values.items()}
+
+
+def config_key(record) -> tuple:
+    """The result's configuration as a hashable tuple (CONFIG_FIELDS order): results with equal
+    keys (and the same target) ran the same thing, so one can be the other's reference."""
+    fields = config_fields(record)
+    return tuple(fields[k] for k in CONFIG_FIELDS)
+
+
+def config_differences(a, b) -> list[tuple[str, object, object]]:
+    """(field, value in a, value in b) of every configuration field that differs."""
+    fa, fb = config_fields(a), config_fields(b)
+    return [(k, fa[k], fb[k]) for k in CONFIG_FIELDS if fa[k] != fb[k]]
+
+
+def _word(field: str, value) -> str:
+    if field in ("action", "scenario"):
+        return str(value)
+    return f"{_LABELS.get(field, field)}={value}"
+
+
+def config_label(record, fields=None) -> str:
+    """A short human label of a result's configuration, e.g. 'single-stream threads=2 batch=1'.
+
+    fields: which CONFIG_FIELDS to show (default: the scenario, threads, batch size, any
+    engine other than cr's, and the split of a run that is no benchmark); fields a record
+    does not set are left out."""
+    values = config_fields(record)
+    if fields is None:
+        fields = ["scenario", "threads", "batch_size", "samples_per_query", "target_qps"]
+        if values["engine"] not in (None, "cr"):
+            fields.append("engine")
+        if values["action"] != "benchmark":  # a validate or run: which samples it judged
+            fields.append("split")
+    return " ".join(_word(f, values[f]) for f in fields if values.get(f) is not None) or "defaults"
+
+
+def describe_difference(field: str, a, b) -> str:
+    """'threads 1 vs 2' (a missing value reads 'unset')."""
+    def show(v):
+        return "unset" if v is None else str(v)
+
+    return f"{_LABELS.get(field, field)} {show(a)} vs {show(b)}"

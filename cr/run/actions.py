@@ -167,11 +167,13 @@ def _loadable_version(ref: str, model: dict, formats) -> dict:
     return model
 
 
-def _where(target: Target, lock) -> tuple[dict | None, dict | None, str]:
-    """(lock, env, interpreter) the job runs with."""
+def _where(target: Target, lock, action: str, install: bool = False, extra: tuple[str, ...] = ()) -> tuple[dict | None, dict | None, str]:
+    """(lock, env, interpreter) the job runs with: a solution's lock, the given lock, or for
+    a model the lock of what running it needs here (run_requirements), made on the way."""
+    from ..resolve.compose import compose
+
     if lock is None and target.target["kind"] == "solution":
         from ..resolve.plan import lock as resolve_lock
-        from ..resolve.compose import compose
 
         the_lock = resolve_lock(target.target["ref"])
         return the_lock, compose(the_lock), the_lock["interpreter"]  # compose refuses missing software
@@ -180,10 +182,54 @@ def _where(target: Target, lock) -> tuple[dict | None, dict | None, str]:
 
         the_lock, env = env_for(Path(lock))
         return the_lock, env, the_lock["interpreter"]
-    from ..runtime.model import locate
+    if target.meta.get("file"):
+        from ..runtime.model import locate
 
-    locate(target.meta, target.model["path"], target.model["ref"])  # fail before starting a child
-    return None, None, sys.executable
+        locate(target.meta, target.model["path"], target.model["ref"])  # fail before starting a child
+    the_lock = model_lock(target.model["ref"], run_requirements(target, extra), f"{action} on backend {target.entry.name}",
+                          install)
+    if the_lock is None:
+        return None, None, sys.executable
+    return the_lock, compose(the_lock), the_lock["interpreter"]
+
+
+def run_requirements(target: Target, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The software running an action on target needs besides the model's and dataset's own
+    deps: the runtime's (numpy), the backend's REQUIRES, the pipeline steps' (pillow for
+    image steps), and extra (an action's tools)."""
+    from ..runtime import pipeline
+
+    steps = getattr(pipeline, "requirements", None)  # the software each pre/post-processing step imports
+    needs = [*registry.RUNTIME_REQUIRES, *registry.requirements(target.entry), *(steps(target.meta) if steps else ()), *extra]
+    return tuple(dict.fromkeys(needs))
+
+
+def model_lock(ref: str, requires: tuple[str, ...], why: str, install: bool = False) -> dict | None:
+    """The lock of what running ref needs (requires: run_requirements), resolved on this
+    machine (reused while nothing changed). Missing software is installed with install=True;
+    otherwise one CRError names exactly the command that installs it.
+
+    None when no recipe offers what is needed on this platform at all (TensorRT without an
+    NVIDIA GPU, say): the run then happens in cr's own interpreter, where the backend or
+    the conversion says in its own words what this machine lacks.
+    """
+    from ..events import quiet_info
+    from ..resolve import plan
+    from ..resolve.resolver import ResolutionConflict
+
+    try:
+        with quiet_info():  # resolving (or reusing) a model's lock is routine: said only when it needs installing
+            the_lock = plan.lock(ref, requires=requires, requested_by=why)
+    except ResolutionConflict:
+        return None
+    if not the_lock.get("missing"):
+        return the_lock
+    if install:
+        return plan.install_missing(the_lock)["lock"]
+    wanted = [f"{s['name']} {s['version']}" for s in the_lock["software"] if s["name"] in the_lock["missing"]]
+    raise CRError(f"{why} of {ref} needs software that is not installed here: {', '.join(wanted)}",
+                  hint=f"install exactly that (into reefkit's own prefixes): cr install --lock {the_lock['path']}  "
+                       "(or run the same command again with --install)")
 
 
 def job_for(target: Target, action: str, entry_point: str, params: dict) -> Job:
@@ -290,6 +336,7 @@ def run_action(
     layered: bool = True,
     model_ref: str | None = None,
     store: bool = True,
+    install: bool = False,
 ) -> dict:
     """Run one action in the runtime child; the result record (raw latencies as an int64 array).
 
@@ -308,7 +355,9 @@ def run_action(
         trust.check_components([action_info], f"running {action_ref}")
     target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
     params = merged_params(action_ref, action_info["meta"], *target.layers, params or {})
-    the_lock, env, python = _where(target, lock)
+    # an engine that is software of its own (MLPerf LoadGen) is resolved like the backend
+    tools = ("software:mlcommons-loadgen",) if params.get("engine") == "loadgen" else ()
+    the_lock, env, python = _where(target, lock, action, install, tools)
     job = job_for(target, action, entry_point or check_entry(action_info), params)
     record = records.new(
         action,
@@ -358,10 +407,14 @@ def benchmark(
     dataset: str | None = None,
     split: str | None = None,
     store: bool = True,
+    install: bool = False,
 ) -> dict:
-    """Run the benchmark action; returns the result record (raw latencies as an int64 array)."""
+    """Run the benchmark action; returns the result record (raw latencies as an int64 array).
+
+    A model runs in the lock of what it needs here (install=True installs what is missing)."""
     return run_action("benchmark", ref, backend=backend, params=params, backend_options=backend_options,
-                      variant=variant, dataset=dataset, split=split, lock=lock, output=output, store=store)
+                      variant=variant, dataset=dataset, split=split, lock=lock, output=output, store=store,
+                      install=install)
 
 
 def predict(ref: str, backend: str | None = None, inputs: list[str] | None = None, params: dict | None = None, **kw) -> dict:

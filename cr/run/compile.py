@@ -22,9 +22,18 @@ what was done (1.0.0+onnx, 1.0.0+onnx.opt, 1.0.0+onnx.int8.dynamic, 1.0.0+tflite
 meta = the source variant's effective meta with format, file, precision, inputs and
 outputs of the output, a new uid, files with sha256, no variants/source/architecture,
 and ``provenance`` {compiled_from {ref, uid, variant, format, file, sha256}, conversion,
-steps, options, checks, tools, cr_version, created, [source_expected], [source_provenance]}.
-An int8 output does not inherit the source's ``expected`` metrics (they are kept as
-provenance.source_expected): its accuracy is its own, to be measured by cr validate.
+steps, options, checks, tools, cr_version, created, [source_expected], [degraded],
+[source_provenance]}.
+
+Expected metrics carry over, so that cr validate on the output says PASS or FAIL: an fp32
+or fp16 output keeps the source's ``expected`` as it is (its checks held it within atol of
+the source); an int8 output from a float source gets the source's values with the abs
+tolerance of each fraction metric (top1, top5, recall, precision, mean_iou) widened by
+-O expected_margin (default 0.02: what int8 rounding typically costs a healthy model),
+and keeps the source's own in provenance.source_expected.
+
+A conversion whose checks against its source fall below their thresholds fails and adds
+nothing, unless allow_degraded (see compile_model).
 """
 from __future__ import annotations
 
@@ -116,13 +125,26 @@ def compile_model(
     python: str | None = None,
     env: dict | None = None,
     prefer_repo: str | None = None,
+    install: bool = False,
+    allow_degraded: bool = False,
 ) -> dict:
     """Run the compile action; returns the result record (record["output"] names the new component).
 
     prefer_repo: the repository whose copy of the model comes first (a solution's own).
+    python/env: where the conversion runs (a solution's lock); by default the lock of what
+    it needs here (the model's deps, the source's and the output's frameworks, the
+    conversion's tools: compile_requirements), made on the way; install=True installs
+    what is missing, else one error names the command that does.
 
     params: precision, quantization, dataset, calibration_samples, options (the -O dict),
-    seed, timeout_s (see actions/compile/meta.json).
+    seed, timeout_s, allow_degraded (see actions/compile/meta.json).
+
+    A check of the output against its source below its threshold (fp32: max abs diff above
+    -O atol; int8: top-1 agreement below -O min_top1_agreement) fails the compile: status
+    "failed", record["failed_checks"] lists each {check, metric, value, threshold, option,
+    samples, message, hint}, and nothing is added to the local repo. allow_degraded=True
+    (or params allow_degraded) registers it anyway, tagged ``degraded``, with the failed
+    checks in provenance.degraded, and a warning.
     """
     from ..store.catalog import show
     from ..store.registry import ensure_local_repo
@@ -134,7 +156,8 @@ def compile_model(
     model = show(ref, verify=False, prefer_repo=prefer_repo)
     if model["kind"] != "model":
         raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
-    params = merged_params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant})
+    params = merged_params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant,
+                                                    "allow_degraded": True if allow_degraded else None})
     source = _source_variant(model, to, variant)
     from ..store import trust
 
@@ -151,7 +174,15 @@ def compile_model(
     if final_dir.exists() and not force:
         raise Conflict(f"{out_ref} already exists in the local repo ({final_dir})",
                        hint="give --force to replace it, or --version to choose another version")
-    located = locate(source, model["path"], model["ref"])  # fail before starting a child
+    if python is None and env is None:
+        from ..resolve.compose import compose
+        from .actions import model_lock
+
+        the_lock = model_lock(model["ref"], compile_requirements(source.get("format"), to), f"compiling to {to}", install)
+        if the_lock is not None:
+            python, env = the_lock["interpreter"], compose(the_lock)
+    search = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]  # the lock's prefixes
+    located = locate(source, model["path"], model["ref"], search)  # fail before starting a child
     source_file = {"file": located["path"], "sha256": sha256(located["path"])}  # what the child is given to read
     what = f"{to} {the_plan['precision']}" + (f" ({the_plan['quantization']} quantisation)" if the_plan["quantization"] else "")
     ds = _dataset(model["meta"], params.get("dataset"), the_plan["needs_dataset"], what)
@@ -161,7 +192,7 @@ def compile_model(
                           "conversion": the_plan["conversion"], "options": the_plan["options"], "version": version,
                           "force": force, "dataset": ds["ref"] if ds else None},
                          None, started)
-    record.update(output=None, conversion=the_plan["conversion"], checks=None, tools=None, duration_s=None)
+    record.update(output=None, conversion=the_plan["conversion"], checks=None, failed_checks=None, tools=None, duration_s=None)
     out_dir = str(launch.work_dir("compile"))  # CR_HOME/tmp/compile-<pid>-*: swept if cr is killed
     clock = time.monotonic()
     try:
@@ -178,6 +209,10 @@ def compile_model(
         result, _ = launch.run_job(job, python=python or sys.executable, env=env, timeout=params.get("timeout_s"))
         records.complete(record, result, None)
         record["checks"], record["tools"] = result.get("checks"), result.get("tools")
+        failed = list(result.get("failed_checks") or [])
+        record["failed_checks"] = failed if record["status"] == "ok" else None
+        if record["status"] == "ok" and failed and not params.get("allow_degraded"):
+            record.update(status="failed", error=check_error(failed))
         if record["status"] == "ok":
             try:
                 record["output"] = _add_component(model, source, result, version, final_dir, out_dir, force, source_file,
@@ -185,12 +220,33 @@ def compile_model(
             except CRError as exc:
                 record.update(status="failed", error={"kind": "error", "type": type(exc).__name__, "message": exc.message,
                                                       "hint": exc.hint})
+            else:
+                if failed:
+                    from ..events import reporter
+
+                    reporter().warning(f"{record['output']['ref']} is registered although it fails its check against its "
+                                       f"source (--allow-degraded): {_check_words(failed)}")
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
         record["duration_s"] = round(time.monotonic() - clock, 3)
     if output is not None:
         records.write(record, output)
     return record
+
+
+def _check_words(failed: list[dict]) -> str:
+    return "; ".join(f"{f['message']} (check {f['check']}.{f['metric']})" for f in failed)
+
+
+def check_error(failed: list[dict]) -> dict:
+    """The record's error for checks below their thresholds: one line naming each check, its
+    value and its threshold (the option that sets it); the hint says how to do better or to
+    register the output anyway."""
+    first = failed[0]
+    return {"kind": "check", "type": "CheckFailed", "message": _check_words(failed),
+            "hint": f"{first['hint']}; lower -O {first['option']} if this is expected, or give --allow-degraded to register "
+                    "the output anyway (its provenance records the failed check)",
+            "checks": failed}
 
 
 def _add_component(model: dict, source: dict, result: dict, version: str, final_dir: Path, out_dir: str,
@@ -244,6 +300,33 @@ def _add_component(model: dict, source: dict, result: dict, version: str, final_
     open_index(kind="model", name=model["name"]).close()  # index the new component now
     return {"ref": f"model:{model['name']}@{version}", "uid": meta["uid"], "version": version, "path": str(final_dir),
             "format": meta["format"], "precision": meta["precision"], "file": produced["file"], "files": files}
+
+
+def compile_requirements(source_format: str | None, to: str) -> tuple[str, ...]:
+    """The software a conversion from source_format to `to` needs: the runtime's numpy, the
+    framework that reads the source and the one that runs the output (the checks run it:
+    the backends that declare those formats), and the converters (the onnx package for an
+    ONNX output or an ONNX quantisation; onnxscript for torch's exporter)."""
+    needs = list(registry.RUNTIME_REQUIRES)
+    for fmt in (source_format, to):
+        entry = registry.native_backend(fmt) if fmt else None
+        if entry is None and fmt:
+            entry = next((registry.find(n) for n in registry.available()
+                          if fmt in (getattr(_backend_class(n), "FORMATS", None) or ())), None)
+        if entry is not None:
+            needs += registry.requirements(entry)
+    if to == "onnx":
+        needs.append("software:onnx")
+        if source_format in conversions.TORCH:
+            needs.append("software:onnxscript")
+    return tuple(dict.fromkeys(needs))
+
+
+def _backend_class(name: str):
+    try:
+        return registry.load_class(registry.find(name))
+    except CRError:
+        return None
 
 
 def _runs_on(fmt: str) -> list[str]:
@@ -312,16 +395,40 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
     if ds is not None:
         provenance["calibration_dataset"] = {"ref": ds["ref"], "uid": ds["uid"]}
     if source.get("expected"):
-        if precision == "fp32" and source.get("precision", "fp32") == "fp32":
-            meta["expected"] = source["expected"]
-        else:
+        margin = float((result.get("options") or {}).get("expected_margin") or 0.0)
+        if precision == "int8" and (source.get("precision") or "fp32") == "int8":
+            margin = 0.0  # an int8 source's expected metrics already describe an int8 model
+        meta["expected"] = carried_expected(source["expected"], margin)
+        if precision == "int8" or meta["expected"] != source["expected"]:
             provenance["source_expected"] = source["expected"]
+            provenance["expected_margin"] = margin
+    failed = result.get("failed_checks") or []
+    if failed:  # registered with --allow-degraded
+        provenance["degraded"] = [{k: v for k, v in f.items() if k != "hint"} for f in failed]
+        meta["tags"] = list(dict.fromkeys(meta["tags"] + ["degraded"]))
     if source.get("provenance"):
         provenance["source_provenance"] = source["provenance"]
     meta["provenance"] = provenance
     meta["deps"] = list(dict.fromkeys(deps))
     meta["files"] = files
     return meta
+
+
+# expected metrics measured as a share (0..1): an int8 output's tolerance on them widens by the margin
+FRACTION_METRICS = ("top1", "top5", "recall", "precision", "mean_iou")
+
+
+def carried_expected(expected: dict, margin: float) -> dict:
+    """The source's expected metrics for a compiled output: the same values, the abs tolerance of
+    each fraction metric widened by margin (0: unchanged); other metrics (a count) keep theirs."""
+    if not margin:
+        return expected
+    out = {}
+    for metric, tolerance in expected.items():
+        if metric in FRACTION_METRICS and isinstance(tolerance, dict) and "value" in tolerance:
+            tolerance = {**tolerance, "abs": round(float(tolerance.get("abs") or 0.0) + margin, 10)}
+        out[metric] = tolerance
+    return out
 
 
 def _dep_name(dep) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import CRError
+from ..resolve.compose import compose
 from ..runtime.job import Job
 from ..results import record as records
 from . import launch
@@ -28,15 +29,19 @@ def validate(ref: str, backend: str | None = None, **kw) -> dict:
 
 def parity(ref: str, backends: list[str], params: dict | None = None, variant: str | None = None,
            dataset: str | None = None, split: str | None = None, lock: str | Path | None = None,
-           output: str | Path | None = None, backend_options: dict | None = None) -> dict:
+           output: str | Path | None = None, backend_options: dict | None = None, install: bool = False) -> dict:
+    """Each backend runs the same samples in its own child, inside the lock of what it needs
+    (run_action: backends need not share one environment); the outputs are compared in one
+    more child, inside the first backend's lock (which has numpy), never in `cr`."""
     if len(backends) < 2:
         raise CRError("--parity needs two or more backends", hint="e.g. --parity onnxruntime,torch,tflite")
     started = records.now()
     params = {**{k: v for k, v in (params or {}).items() if v is not None}, "keep_outputs": True}
     targets = {b: prepare(ref, "validate", b, variant, dataset, split, backend_options) for b in backends}
-    runs, members, components = {}, [], {}
+    runs, members, components, first_lock = {}, [], {}, None
     for b, target in targets.items():
-        rec = run_action("validate", ref, backend=b, params=params, lock=lock, target=target, store=False)
+        rec = run_action("validate", ref, backend=b, params=params, lock=lock, target=target, store=False, install=install)
+        first_lock = first_lock or rec.get("lock")
         for c in rec["components"]:
             components.setdefault(c["ref"], c)
         members.append({"backend": b, "variant": target.meta.get("variant"), "status": rec["status"],
@@ -49,8 +54,9 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
                            members, output)
         runs[b] = rec.pop("outputs")
     first = next(iter(targets.values()))
+    python, env = (first_lock["interpreter"], compose(first_lock)) if first_lock else (None, None)
     result, _ = launch.run_job(Job(entry=COMPARE_ENTRY, action="validate", runs=runs,
-                                   params={"parity_atol": params.get("parity_atol", 1e-4)}), timeout=600)
+                                   params={"parity_atol": params.get("parity_atol", 1e-4)}), python=python, env=env, timeout=600)
     rec = records.new("validate", list(components.values()), {"name": ",".join(backends), "info": None},
                       {"parity": backends, **{k: v for k, v in params.items() if k != "keep_outputs"},
                        "dataset": first.dataset["ref"] if first.dataset else None, "split": first.split}, None, started)

@@ -34,35 +34,59 @@ RUNNABLE = ("benchmark", "validate", "run")
 
 def create(name: str, model: str, backend: str, dataset: str | None = None, variant: str | None = None,
            backend_options: dict | None = None, version: str = "1.0.0", repo: str | None = None,
-           description: str = "", scenario: str = "single-stream", tags: list[str] | None = None) -> dict:
+           description: str = "", scenario: str | list[str] | tuple[str, ...] = "single-stream",
+           tags: list[str] | None = None) -> dict:
     """A new solution component in the local repo (or repo): model + dataset + backend + actions.
 
+    scenario: one benchmark scenario or several, each a declared benchmark action. A
+    validate action is declared only when the dataset (dataset, else the model's) carries
+    labels or boxes to judge predictions by; without one the solution only benchmarks.
+    backend_options are checked against the backend's OPTIONS when its class loads here.
     The whole meta is built and validated before anything is written: a bad argument
     leaves no component behind. Its software deps are what the backend declares
     (cr.runtime.registry: the runtime's numpy, then the backend's REQUIRES), then the model's own.
     """
-    from ..runtime import registry
+    from ..runtime import pipeline, registry
+    from ..runtime.backends.base import check_options
     from ..store import authoring
 
     target = catalog.show(model, verify=False)
     if target["kind"] != "model":
         raise CRError(f"--model {model} is a {target['kind']}", hint="give a model ref, e.g. model:lenet-digits@1.0.0")
     entry = registry.find(backend)  # unknown backend: fails here, naming the available ones
+    if backend_options and isinstance(backend_options, dict):  # not an object: the schema says so below
+        try:
+            cls = registry.load_class(entry)
+        except registry.BackendError:
+            cls = None  # a backend that imports only in a lock's interpreter: its run checks the options
+        if cls is not None:
+            check_options(cls, backend_options)
     meta_model = target["meta"]
     ds = dataset or (meta_model.get("dataset") or {}).get("ref")
+    labelled = False
     if ds:
         info = catalog.show(ds, verify=False)
         if info["kind"] != "dataset":
             raise CRError(f"--dataset {ds} is a {info['kind']}", hint="give a dataset ref")
         ds = info["ref"]
+        from ..runtime.datasets import has_annotations  # data only: reads the meta, imports no numpy
+
+        labelled = has_annotations(info["meta"])
+    scenarios = [scenario] if isinstance(scenario, str) else list(dict.fromkeys(scenario or ()))
+    if not scenarios:
+        raise CRError("a new solution needs at least one benchmark scenario", hint="e.g. --scenario single-stream")
+    actions = [{"action": "benchmark", "params": {"scenario": s}} for s in scenarios]
+    if labelled:
+        actions.append({"action": "validate", "params": {}})
     fields = {
         "model": target["ref"],
         **({"dataset": ds} if ds else {}),
         "backend": backend,
         **({"backend_options": backend_options} if backend_options else {}),
         **({"pipeline": {"variant": variant}} if variant else {}),
-        "actions": [{"action": "benchmark", "params": {"scenario": scenario}}, {"action": "validate", "params": {}}],
-        "deps": list(dict.fromkeys([*registry.RUNTIME_REQUIRES, *registry.requirements(entry), *(meta_model.get("deps") or [])])),
+        "actions": actions,
+        "deps": list(dict.fromkeys([*registry.RUNTIME_REQUIRES, *registry.requirements(entry),
+                                    *pipeline.requirements(meta_model), *(meta_model.get("deps") or [])])),
     }
     for act in fields["actions"]:  # a parameter its action refuses (a misspelt scenario) fails here, not at run time
         action = catalog.show(f"action:{act['action']}", verify=False)
@@ -309,21 +333,47 @@ def given_lock(path: Path, sol: dict) -> tuple[dict, Path]:
 
 def stored_references(ref: str) -> tuple[list[str], dict | None]:
     """(result files, lock) to pack as a solution's reference: the newest successful result
-    of each declared action (and scenario) on this machine, and the lock they ran in."""
+    of each distinct configuration (cr.results.summary.config_key: scenario, threads, batch
+    size, engine, backend options, variant, ...) of each declared action on this machine,
+    newest first, and the lock the newest of them ran in."""
     from ..platform import current
     from ..results.store import default_store
+    from ..results.summary import config_key
 
     sol = catalog.show(ref, verify=False)
+    wanted = {a.get("action") for a in sol["meta"].get("actions") or [] if isinstance(a, dict)}
     rows = default_store().list(solution=sol["ref"], status="ok", platform=current().fingerprint)
-    chosen, seen = [], set()
+    chosen, locks, seen = [], [], set()
     for row in rows:  # newest first
-        key = (row.get("action"), row.get("scenario"))
+        if row.get("action") not in wanted:
+            continue
+        record = _read_reference(row["file"])
+        if record is None:
+            continue
+        key = config_key(record)
         if key not in seen:
             seen.add(key)
             chosen.append(row["file"])
-    the_lock = None
-    for path in chosen:
-        the_lock = json.loads(Path(path).read_text(encoding="utf-8")).get("lock") or the_lock
-        if the_lock:
-            break
+            locks.append((record.get("uid"), record.get("lock") if isinstance(record.get("lock"), dict) else None))
+    the_lock = next((lock for _uid, lock in locks if lock), None)
+    if the_lock is not None:
+        mine = _software_versions(the_lock)
+        others = sorted({uid for uid, lock in locks if lock and _software_versions(lock) != mine})
+        if others:
+            reporter().warning(f"the reference results {', '.join(others)} ran with other software than the newest "
+                               f"reference's lock, which the archive carries (each record keeps its own lock)")
     return chosen, the_lock
+
+
+def _read_reference(path: str) -> dict | None:
+    """A stored record (None, with a warning, when it cannot be read)."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        reporter().warning(f"skipped result {path}: {exc}")
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _software_versions(the_lock: dict) -> dict:
+    return {s.get("name"): s.get("version") for s in the_lock.get("software") or [] if isinstance(s, dict)}

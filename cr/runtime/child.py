@@ -76,7 +76,7 @@ def execute(job: dict, out_dir: str) -> dict:
             "status": "failed",
             "error": {
                 "kind": "error", "type": type(exc).__name__, "message": f"{type(exc).__name__}: {exc}",
-                "hint": "the backend or its framework raised this; the traceback is in the result record",
+                "hint": "the backend or its framework raised this",
                 "traceback": tb[-4000:],
             },
         }

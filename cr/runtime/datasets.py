@@ -3,8 +3,9 @@
     ds = load(meta, component_dir, split="test", limit=100)
     ds.samples[0].data, ds.samples[0].label
     batches = DatasetInputs(ds.samples, Pipeline(model_meta["preprocess"]), input_name, batch_size).batches()
+    names = load_labels(model_meta, model_dir)      # a meta's labels: a list, or a file's lines
 
-Formats (dataset meta ``format``):
+Formats (dataset meta ``format``; docs/datasets.md has an example of each):
     loader   source.loader "module:function" returning a scikit-learn style bunch (``images``
              if present, else ``data``; ``target`` as labels) or an (X, y) pair
     csv      source {package, path} or file: rows of numbers, the label in column
@@ -12,21 +13,39 @@ Formats (dataset meta ``format``):
     npz      source {package, path} or file with arrays ``x`` (or ``data``) and ``y`` (or ``labels``)
     images   ``items`` [{id, path, label?, boxes?}]: files inside source.package (or the
              component), handed to the pipeline as paths (its decode step reads them)
-Each sample is reshaped to ``sample.shape`` when the meta gives one. Splits: ``split_by``
-{"modulo": m, "test_remainder": r} puts sample i in "test" when i % m == r, else in
-"train" (no randomness, so every machine gets the same split); "all" (or None) is every
-sample. Nothing here imports the package that ships the data (only finds its files),
-except a loader, which is called.
+    image-folder  one folder per class under ``root`` (default the component directory; with
+             source {package, path}: that folder of the package); class folders sorted by
+             name are labels 0, 1, ... unless ``labels`` lists the names; every image file
+             inside a class folder (recursively, sorted by path) is a sample
+    coco     source.file (or {package, path}): a COCO instances JSON; its images (under
+             ``root``, default the JSON's folder), in image id order, with the normalised
+             [ymin, xmin, ymax, xmax] boxes of their annotations (crowd ones left out; only
+             those of ``categories`` when given); no class labels
+Each sample is reshaped to ``sample.shape`` when the meta gives one (array formats). Splits:
+``split_by`` {"modulo": m, "test_remainder": r} puts sample i (in the order above) in
+"test" when i % m == r, else in "train" (no randomness, so every machine gets the same
+split); "all" (or None) is every sample. ``labels`` (dataset and model metas) is a list
+of names or a file in the component, one name per line (load_labels). Nothing here
+imports the package that ships the data (only finds its files), except a loader, which
+is called.
 """
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CRError, NotFound
 from .inputs import InputProvider
 from .model import _package_dirs
+
+
+FORMATS = ("loader", "csv", "npz", "images", "image-folder", "coco")
+# What image-folder takes as an image (case-insensitive); other files are ignored.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pbm")
+_LABELS_MAX_BYTES = 16 << 20
 
 
 @dataclass
@@ -77,6 +96,175 @@ def _in_package(package: str, inner: str, ref: str) -> Path:
     raise NotFound(f"{ref}: the package {package} has no file {inner}", hint="the installed version may not ship it")
 
 
+def load_labels(meta: dict, component_dir: str | None = None, ref: str | None = None) -> list[str] | None:
+    """A dataset's or a model's ``labels``: the list itself, or the lines of the file it
+    names (relative to component_dir; UTF-8, one label per line, line i is class i, blank
+    lines at the end ignored). None when the meta has no labels."""
+    labels = meta.get("labels")
+    ref = ref or f"{meta.get('kind', 'component')}:{meta.get('name', '?')}"
+    if labels is None:
+        return None
+    if isinstance(labels, list):
+        return [str(x) for x in labels]
+    if not isinstance(labels, str):
+        raise CRError(f"{ref}: labels must be a list of names or a file name, found {type(labels).__name__}")
+    if component_dir is None:
+        raise CRError(f"{ref} names the labels file {labels!r} but its directory is unknown",
+                      hint="load the component through its ref, or give its labels as a list")
+    path = Path(component_dir) / labels
+    if not path.is_file():
+        raise NotFound(f"{ref}: its labels file {path} does not exist",
+                       hint="restore it (one label per line), or fix 'labels' in the meta")
+    if path.stat().st_size > _LABELS_MAX_BYTES:
+        raise CRError(f"{ref}: its labels file {path} is larger than {_LABELS_MAX_BYTES >> 20} MiB",
+                      hint="a labels file has one class name per line")
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines()]
+    except UnicodeDecodeError as exc:
+        raise CRError(f"{ref}: its labels file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                      hint="save it as UTF-8, one label per line") from None
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def has_annotations(meta: dict) -> bool:
+    """Whether a dataset meta's samples carry labels or boxes, judged from the meta alone
+    (nothing is read): an image-folder's class folders are labels, a coco file has boxes,
+    images items say so, a csv has a label column unless label_column is null; loader and
+    npz datasets say so through labels or label_names."""
+    fmt = meta.get("format")
+    if fmt in ("image-folder", "coco"):
+        return True
+    if fmt == "images":
+        return any(isinstance(i, dict) and ("label" in i or "boxes" in i) for i in meta.get("items") or [])
+    if fmt == "csv":
+        return meta.get("label_column", -1) is not None
+    return bool(meta.get("labels") or meta.get("label_names"))
+
+
+def _folder(meta: dict, component_dir: str | None, ref: str) -> Path:
+    """The folder image-folder reads: root in the component, or source.path in source.package."""
+    source = meta.get("source") or {}
+    if source.get("package"):
+        dirs = _package_dirs(source["package"])
+        if not dirs:
+            raise NotFound(f"{ref} comes from the package {source['package']}, which is not installed in this environment",
+                           hint=f"install it (pip install {source['package']}, or cr install software:{source['package']})")
+        for d in dirs:
+            if (d / (source.get("path") or "")).is_dir():
+                return d / (source.get("path") or "")
+        raise NotFound(f"{ref}: the package {source['package']} has no folder {source.get('path') or '.'}",
+                       hint="the installed version may not ship it")
+    root = Path(component_dir or ".") / (meta.get("root") or ".")
+    if not root.is_dir():
+        raise NotFound(f"{ref}: its image folder {root} does not exist",
+                       hint="put one folder per class there, or fix 'root' in the meta")
+    return root
+
+
+def _is_image(path: Path) -> bool:
+    return path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def _image_folder(meta: dict, component_dir: str | None, ref: str) -> tuple[list[dict], list[str]]:
+    """([{id, path, label}] in class-folder then path order, the label names)."""
+    root = _folder(meta, component_dir, ref)
+    classes = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name != "__pycache__")
+    names = load_labels(meta, component_dir, ref)
+    if names is None:
+        names = classes
+    index = {}
+    for i, n in enumerate(names):
+        index.setdefault(n, i)
+    unknown = [c for c in classes if c not in index]
+    if unknown:
+        raise CRError(f"{ref}: the class folder(s) {', '.join(unknown[:5])} of {root} are not among its {len(names)} labels",
+                      hint="add them to 'labels', or move them out of the dataset folder")
+    items = []
+    for cls in classes:
+        folder = root / cls
+        files = []
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            files += [Path(dirpath) / f for f in filenames if not f.startswith(".") and _is_image(Path(f))]
+        for f in sorted(files, key=lambda f: f.relative_to(folder).as_posix()):
+            items.append({"id": f"{cls}/{f.relative_to(folder).as_posix()}", "path": f, "label": index[cls]})
+    if not items:
+        raise CRError(f"{ref}: {root} holds no images in class folders",
+                      hint=f"image-folder reads <root>/<class>/<image> ({', '.join(IMAGE_SUFFIXES)})")
+    return items, names
+
+
+def _coco(meta: dict, component_dir: str | None, ref: str) -> list[dict]:
+    """[{id, path, boxes}] of a COCO instances file, in image id order (boxes normalised)."""
+    path = _file(meta, component_dir, ref)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        images, annotations = data["images"], data.get("annotations") or []
+        categories = {c["name"]: c["id"] for c in data.get("categories") or []}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CRError(f"{ref}: {path} is not a COCO instances file ({type(exc).__name__}: {exc})",
+                      hint="it needs images [{id, file_name, width, height}] and annotations [{image_id, bbox}]") from None
+    keep = None
+    if meta.get("categories"):
+        missing = [c for c in meta["categories"] if c not in categories]
+        if missing:
+            raise CRError(f"{ref}: {path.name} has no categor{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)}",
+                          hint=f"its categories: {', '.join(list(categories)[:20])}")
+        keep = {categories[c] for c in meta["categories"]}
+    source = meta.get("source") or {}
+    if not meta.get("root"):
+        base = path.parent
+    elif source.get("package") and not (source.get("file") or meta.get("file")):
+        base = path  # root is inside the package folder the annotations were found in
+        for _ in Path(source["path"]).parts:
+            base = base.parent
+        base = base / meta["root"]
+    else:
+        base = Path(component_dir or ".") / meta["root"]
+    boxes: dict = {}
+    for a in annotations:
+        if a.get("iscrowd") or (keep is not None and a.get("category_id") not in keep):
+            continue
+        boxes.setdefault(a["image_id"], []).append(a["bbox"])
+    items = []
+    for image in sorted(images, key=lambda im: im["id"]):
+        w, h = image.get("width"), image.get("height")
+        if not w or not h:
+            raise CRError(f"{ref}: image {image.get('id')} of {path.name} gives no width and height",
+                          hint="COCO images need width and height to normalise their boxes")
+        items.append({"id": str(image["file_name"]), "path": base / image["file_name"],
+                      "boxes": [[y / h, x / w, (y + bh) / h, (x + bw) / w] for x, y, bw, bh in boxes.get(image["id"], [])]})
+    return items
+
+
+_IMAGE_FORMATS = ("images", "image-folder", "coco")
+
+
+def _image_items(meta: dict, component_dir: str | None, ref: str) -> tuple[list[dict], list[str] | None]:
+    """(items [{id, path, label?, boxes?}], label names) of an image format, in sample order."""
+    fmt = meta.get("format")
+    if fmt == "image-folder":
+        return _image_folder(meta, component_dir, ref)
+    names = load_labels(meta, component_dir, ref)
+    return (_coco(meta, component_dir, ref) if fmt == "coco" else list(meta.get("items") or [])), names
+
+
+def _image_path(meta: dict, component_dir: str | None, item: dict, ref: str) -> Path:
+    """Where an item's file is (checked): image-folder and coco items hold it already."""
+    if isinstance(item["path"], Path):
+        path = item["path"]
+    elif (meta.get("source") or {}).get("package"):
+        return _in_package(meta["source"]["package"], item["path"], ref)
+    else:
+        path = Path(component_dir or ".") / item["path"]
+    if not path.is_file():
+        raise NotFound(f"{ref}: item {item['id']}: {path} does not exist", hint="restore the file, or fix the dataset meta")
+    return path
+
+
 def _rows(meta: dict, component_dir: str | None, ref: str):
     import numpy as np
 
@@ -100,10 +288,11 @@ def _rows(meta: dict, component_dir: str | None, ref: str):
         return np.asarray(x), (None if y is None else np.asarray(y))
     if fmt == "csv":
         path = _file(meta, component_dir, ref)
-        table = np.loadtxt(path, delimiter=",", dtype=np.float64)
-        col = int(meta.get("label_column", -1))
-        if col is None:
+        table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+        col = meta.get("label_column", -1)
+        if col is None:  # no labels: every column is data
             return table, None
+        col = int(col)
         y = table[:, col].astype(np.int64)
         return np.delete(table, col % table.shape[1], axis=1), y
     if fmt == "npz":
@@ -114,7 +303,7 @@ def _rows(meta: dict, component_dir: str | None, ref: str):
                 raise CRError(f"{ref}: {path.name} has no array x or data (it has {', '.join(z.files)})")
             yk = next((k for k in ("y", "labels") if k in z), None)
             return z[xk], (z[yk] if yk else None)
-    raise CRError(f"{ref}: cannot read dataset format {fmt!r}", hint="formats: loader, csv, npz, images")
+    raise CRError(f"{ref}: cannot read dataset format {fmt!r}", hint=f"formats: {', '.join(FORMATS)} (docs/datasets.md)")
 
 
 def _in_split(index: int, split: str | None, rule: dict | None, ref: str) -> bool:
@@ -132,25 +321,23 @@ def load(meta: dict, component_dir: str | None = None, split: str | None = None,
          ref: str | None = None) -> Dataset:
     """The samples of one split of a dataset component (at most ``limit``)."""
     ref = ref or f"dataset:{meta.get('name', '?')}"
-    names = meta.get("labels") if isinstance(meta.get("labels"), list) else None
-    label_names = {str(i): n for i, n in enumerate(names or [])} | dict(meta.get("label_names") or {})
-    out = Dataset(ref, split or "all", label_names=label_names)
     rule = meta.get("split_by")
     _in_split(0, split, rule, ref)  # an unknown split fails before any data is read
-    if meta.get("format") == "images":
-        source = meta.get("source") or {}
-        for i, item in enumerate(meta.get("items") or []):
+    if meta.get("format") in _IMAGE_FORMATS:
+        items, names = _image_items(meta, component_dir, ref)
+    else:
+        items, names = None, load_labels(meta, component_dir, ref)
+    label_names = {str(i): n for i, n in enumerate(names or [])} | dict(meta.get("label_names") or {})
+    out = Dataset(ref, split or "all", label_names=label_names)
+    if items is not None:
+        for i, item in enumerate(items):
             if not _in_split(i, split, rule, ref):
                 continue
-            if source.get("package"):
-                path = _in_package(source["package"], item["path"], ref)
-            else:
-                path = Path(component_dir or ".") / item["path"]
-                if not path.is_file():
-                    raise NotFound(f"{ref}: item {item['id']}: {path} does not exist")
-            out.samples.append(Sample(item["id"], str(path), item.get("label"), item.get("boxes")))
+            out.samples.append(Sample(item["id"], str(_image_path(meta, component_dir, item, ref)), item.get("label"), item.get("boxes")))
             if limit is not None and len(out.samples) >= limit:
                 break
+        if not out.samples:
+            raise CRError(f"{ref}: split {split or 'all'} has no samples", hint="check split_by and the images in the dataset meta")
         return out
     x, y = _rows(meta, component_dir, ref)
     shape = (meta.get("sample") or {}).get("shape")

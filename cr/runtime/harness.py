@@ -23,7 +23,9 @@ class Settings:
     scenario: str = "single-stream"
     min_duration_s: float = 10.0
     min_queries: int = 1024
+    max_duration_s: float | None = 25.0  # a slow model stops here, with >= scenarios.MIN_QUERIES_AT_MAX queries
     warmup_queries: int = 100
+    warmup_max_s: float = 5.0  # warm-up ends after this long even short of warmup_queries
     samples_per_query: int = 8  # multi-stream
     target_qps: float | None = None  # server
     latency_bound_ms: float | None = None  # server (default 100 ms)
@@ -58,25 +60,36 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
         raise CRError("no input batches to run")
     run = backend.run
     min_ns = int(settings.min_duration_s * 1e9)
+    # the maximum never cuts a run short of its minimum duration
+    max_ns = max(int(settings.max_duration_s * 1e9), min_ns) if settings.max_duration_s else None
     extra: dict = {}
     if settings.scenario == "multi-stream":
         calls = -(-settings.samples_per_query // batch_size)
         feed = cycle(batches)
         queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(batches))]
-        for query in islice(cycle(queries), settings.warmup_queries):
-            for x in query:
-                run(x)
-        lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns)
+        _warm_up(lambda q: [run(x) for x in q], cycle(queries), settings)
+        lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns, max_ns)
         per_query = calls * batch_size
     else:
-        for x in islice(cycle(batches), settings.warmup_queries):
-            run(x)
+        _warm_up(run, cycle(batches), settings)
         per_query = batch_size
         if settings.scenario == "server":
-            lat, start, end, extra = scenarios.server(run, batches, settings.min_queries, min_ns, settings.target_qps, settings.seed)
+            lat, start, end, extra = scenarios.server(run, batches, settings.min_queries, min_ns, settings.target_qps,
+                                                      settings.seed, max_ns)
         else:
-            lat, start, end = scenarios.back_to_back(run, batches, settings.min_queries, min_ns)
+            lat, start, end = scenarios.back_to_back(run, batches, settings.min_queries, min_ns, max_ns)
     return Outcome(metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings), lat)
+
+
+def _warm_up(run_one, feed, settings: Settings) -> None:
+    """settings.warmup_queries untimed queries, or fewer when they take over warmup_max_s."""
+    import time
+
+    stop = time.perf_counter() + settings.warmup_max_s
+    for item in islice(feed, settings.warmup_queries):
+        run_one(item)
+        if time.perf_counter() > stop:
+            break
 
 
 def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> dict:
@@ -98,6 +111,8 @@ def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> 
         "noisy": noise > stats.NOISE_THRESHOLD,
         "peak_rss_bytes": stats.peak_rss_bytes(),
         "settings": asdict(settings),
+        # what ended the run: both minimums met, or max_duration (a slow model, fewer queries)
+        "stopped_by": "max_duration" if m.queries < settings.min_queries else "minimums",
     }
     if settings.scenario == "server":
         bound_ms = settings.latency_bound_ms or 100.0

@@ -372,6 +372,7 @@ def _metrics(latencies: array, duration_ns: int, batch_size: int, calls: int, se
         "noisy": noise > stats.NOISE_THRESHOLD,
         "peak_rss_bytes": stats.peak_rss_bytes(),
         "settings": asdict(settings),
+        "stopped_by": "loadgen",  # LoadGen decides when its run ends (its own minimums)
     }
     if settings.scenario == "server":
         out["server"] = {

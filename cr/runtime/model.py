@@ -15,11 +15,18 @@ from pathlib import Path
 from ..errors import CRError, NotFound
 
 
-def _package_dirs(package: str) -> list[Path]:
+def _package_dirs(package: str, paths: list[str] | None = None) -> list[Path]:
+    """Where an installed package's files are: in this interpreter, or (paths: directories
+    such as a lock's PYTHONPATH prefixes) there first."""
     dirs = []
     top, _, rest = package.partition(".")
     try:
-        spec = importlib.util.find_spec(top)
+        if paths:
+            from importlib.machinery import PathFinder
+
+            spec = PathFinder.find_spec(top, paths) or importlib.util.find_spec(top)
+        else:
+            spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.submodule_search_locations:
@@ -27,8 +34,9 @@ def _package_dirs(package: str) -> list[Path]:
     if not dirs:
         from importlib import metadata
 
+        found = list(metadata.distributions(name=package, path=paths)) if paths else []
         try:
-            dist = metadata.distribution(package)
+            dist = found[0] if found else metadata.distribution(package)
         except metadata.PackageNotFoundError:
             return []
         names = (dist.read_text("top_level.txt") or "").split()
@@ -42,17 +50,23 @@ def _package_dirs(package: str) -> list[Path]:
     return dirs
 
 
-def package_version(package: str) -> str | None:
+def package_version(package: str, paths: list[str] | None = None) -> str | None:
     from importlib import metadata
 
+    found = list(metadata.distributions(name=package, path=paths)) if paths else []
+    if found:
+        return found[0].version
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
 
 
-def locate(meta: dict, component_dir: str | None, ref: str = "the model") -> dict:
-    """{"path", "package", "package_version"} of the model's file; NotFound naming what is missing."""
+def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths: list[str] | None = None) -> dict:
+    """{"path", "package", "package_version"} of the model's file; NotFound naming what is missing.
+
+    paths: more directories to look for a source package in first (the host looking into a
+    lock's prefixes, where a package installed for the model lives)."""
     if meta.get("file"):
         if component_dir is None:
             raise NotFound(f"{ref} names file {meta['file']!r} but its directory is unknown")
@@ -62,19 +76,20 @@ def locate(meta: dict, component_dir: str | None, ref: str = "the model") -> dic
         return {"path": str(path), "package": None, "package_version": None}
     source = meta.get("source") or {}
     if source.get("file") and component_dir is not None:
-        return locate({"file": source["file"]}, component_dir, ref)
+        return locate({"file": source["file"]}, component_dir, ref, paths)
     package, inner = source.get("package"), source.get("path")
     if package and inner:
-        dirs = _package_dirs(package)
+        dirs = _package_dirs(package, paths)
         if not dirs:
             raise NotFound(
                 f"{ref} comes from the package {package}, which is not installed in this environment",
-                hint=f"install it (pip install {package}), or benchmark inside a lock that has it",
+                hint=f"its model meta should name it in deps (software:{package}), so that cr resolves and installs it "
+                     f"with the model (cr install software {package})",
             )
         for d in dirs:
             path = d / inner
             if path.is_file():
-                return {"path": str(path), "package": package, "package_version": package_version(package)}
+                return {"path": str(path), "package": package, "package_version": package_version(package, paths)}
         raise NotFound(f"{ref}: the package {package} has no file {inner} (looked in {', '.join(map(str, dirs))})",
                        hint="the installed version may not ship it; check source.path in the meta")
     if meta.get("format") is None and not meta.get("source"):

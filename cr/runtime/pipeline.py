@@ -11,7 +11,9 @@ pre-processing mistake shows in every backend alike, and ``digest(meta)`` (sha25
 canonical JSON of both step lists) goes into every result: two results with different
 digests were not fed the same way.
 
-Pre-processing steps (one sample in, one sample out; numpy, plus Pillow for decode/resize):
+Pre-processing steps (one sample in, one sample out; numpy, plus Pillow for decode/resize:
+STEP_REQUIRES names the software each step imports beyond numpy, and ``requirements(meta)``
+what a model's steps need, so the environment a model runs in can include it):
     decode       {"mode": "RGB" | "L"}            file path or bytes -> HxWxC uint8
     resize       {"size": [H, W]} | {"shorter": N}, "interpolation": nearest | bilinear |
                  bicubic | lanczos | area | box (uint8 images, through Pillow)
@@ -43,6 +45,15 @@ from ..errors import CRError
 
 _INTERPOLATION = ("nearest", "bilinear", "bicubic", "lanczos", "area", "box")
 
+# The software a step imports beyond numpy (requirement strings, as in a meta's deps).
+# Only steps that import something are listed; requirements() reads this table.
+STEP_REQUIRES: dict[str, tuple[str, ...]] = {
+    "decode": ("software:pillow",),
+    "resize": ("software:pillow",),
+}
+# The import name -> the software that provides it, for the error of a failed import.
+_PROVIDES = {"PIL": "pillow"}
+
 
 class PipelineError(CRError):
     """A step that is unknown, badly parameterised, or does not fit the data it gets."""
@@ -57,6 +68,24 @@ def digest(meta: dict) -> str:
 def describe(meta: dict) -> dict:
     """What a result records about the pipeline."""
     return {"sha256": digest(meta), "preprocess": meta.get("preprocess") or [], "postprocess": meta.get("postprocess") or []}
+
+
+def requirements(meta: dict) -> list[str]:
+    """The software requirement strings the meta's preprocess and postprocess steps need
+    (STEP_REQUIRES of each op, deduplicated, in the order the steps first need them).
+    Unknown ops need nothing here: Pipeline() reports them."""
+    out: list[str] = []
+    for stage in ("preprocess", "postprocess"):
+        for step in meta.get(stage) or []:
+            for req in STEP_REQUIRES.get(step.get("op") if isinstance(step, dict) else None, ()):
+                if req not in out:
+                    out.append(req)
+    return out
+
+
+def _missing_software(exc: ImportError) -> str | None:
+    """The software whose import failed, or None when it is not one a step is known to import."""
+    return _PROVIDES.get((exc.name or "").split(".")[0])
 
 
 # ---------------------------------------------------------------- pre-processing steps
@@ -284,9 +313,18 @@ class Pipeline:
         except PipelineError as exc:
             message = exc.message[len(op) + 2:] if exc.message.startswith(f"{op}: ") else exc.message
             raise PipelineError(f"{self.stage} step {i} ({op}): {message}", hint=exc.hint) from None
+        except ImportError as exc:
+            software = _missing_software(exc)
+            if software is None:
+                raise
+            module = (exc.name or "").split(".")[0] or software
+            raise PipelineError(
+                f"{self.stage} step {i} ({op}) needs {software} (module {module}), which this environment cannot import: {exc}",
+                hint=f"install it where the model runs: cr install software {software} (or pip install {software})",
+            ) from None
         except TypeError as exc:
             raise PipelineError(f"{self.stage} step {i} ({op}): bad parameters {params}: {exc}",
-                                hint="see the step list in cr/runtime/pipeline.py (docs/pipeline.md)") from None
+                                hint="see the step list in cr/runtime/pipeline.py (docs/datasets.md)") from None
 
     def sample(self, data):
         """Pre-process one sample."""

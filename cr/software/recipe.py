@@ -53,8 +53,11 @@ def _marker_holds(marker: str, environment: tuple) -> bool:
 
     try:
         return bool(Marker(marker).evaluate(dict(environment)))
-    except (InvalidMarker, UndefinedEnvironmentName, ValueError) as exc:
-        raise InvalidMeta(f"invalid marker {marker!r}: {exc}", hint="see PEP 508 for marker syntax") from None
+    except (InvalidMarker, UndefinedEnvironmentName, ValueError, TypeError) as exc:
+        # packaging's message may run over several lines (the marker, then a caret): the first says it
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        shown = marker if len(marker) <= 120 else marker[:117] + "..."
+        raise InvalidMeta(f"invalid marker {shown!r}: {why}", hint="see PEP 508 for marker syntax") from None
 
 
 def parse_requirement(item, requested_by: str = "") -> Requirement:
@@ -66,6 +69,25 @@ def parse_requirement(item, requested_by: str = "") -> Requirement:
         marker, optional = marker.strip() or None, False
     ref = parse_ref(text.strip(), kind=None if ":" in text else "software")
     return Requirement(ref, marker, optional, requested_by)
+
+
+# What each detect probe type and install method cannot work without. The schema says
+# which fields exist and what they hold; these say which ones a type needs (at least one
+# field of each group), checked where the recipe is used: methods_for, probes_for.
+PROBE_NEEDS = {"python": (("module",),), "executable": (("names", "paths"),), "library": (("globs",),)}
+METHOD_NEEDS = {"pip": (("packages",),), "apt": (("packages",),), "download": (("url",), ("sha256",)),
+                "script": (("script",),)}
+
+
+def _lacks(spec: dict, needs: dict, kind: str, what: str) -> str | None:
+    """Why spec (a probe or a method of type `kind`) cannot work, or None."""
+    groups = needs.get(kind)
+    if groups is None:
+        return f"unknown {what} {kind!r}"
+    for group in groups:
+        if not any(spec.get(f) for f in group):
+            return f"a {kind} {what} needs {' or '.join(repr(f) for f in group)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -135,21 +157,34 @@ class Recipe:
     def methods_for(self, markers: dict, capabilities=frozenset()) -> list[InstallMethod]:
         """Install methods usable on a platform, in the recipe's order of preference.
 
-        A marker that cannot be evaluated raises InvalidMeta naming the recipe file and field.
+        A method without what it needs (a download without url) or a marker that cannot be
+        evaluated raises InvalidMeta naming the recipe file and field.
         """
-        out = []
-        for i, m in enumerate(self.install):
+        applying = []
+        for i, m in enumerate(self.install):  # every marker is checked, whichever method applies
             try:
                 if m.applies(markers, capabilities):
-                    out.append(m)
+                    applying.append((i, m))
             except InvalidMeta as exc:
                 raise InvalidMeta(f"{self.path or self.name}: /install/{i}/marker: {exc.message}", hint=exc.hint) from None
-        return out
+        for i, m in applying:
+            lacks = _lacks(m.spec, METHOD_NEEDS, m.method, "install method")
+            if lacks:
+                raise InvalidMeta(f"{self.path or self.name}: /install/{i}: {lacks}",
+                                  hint="fix the recipe; docs/howto-add-a-recipe.md says what each method needs")
+        return [m for _, m in applying]
 
     def probes_for(self, markers: dict, capabilities=frozenset()) -> list[tuple[int, dict]]:
-        """(index, probe) of the detect probes whose marker and `requires` hold on a platform."""
+        """(index, probe) of the detect probes whose marker and `requires` hold on a platform.
+
+        A probe without what its type needs, or a marker that cannot be evaluated, raises
+        InvalidMeta naming the recipe file and field (detection warns and goes on)."""
         out = []
         for i, probe in enumerate(self.detect):
+            lacks = _lacks(probe, PROBE_NEEDS, probe.get("type"), "probe")
+            if lacks:
+                raise InvalidMeta(f"{self.path or self.name}: /detect/{i}: {lacks}",
+                                  hint="fix the recipe; docs/howto-add-a-recipe.md says what each probe needs")
             try:
                 holds = marker_holds(probe.get("marker"), markers)
             except InvalidMeta as exc:

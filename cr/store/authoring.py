@@ -250,11 +250,56 @@ def check(target: str | Path | None = None) -> CheckReport:
             _check_meta_file(metas[0], _owning_repo(metas[0]), report)
         return report
     if isinstance(target, str) and ":" in target:
-        comp = resolve(target)
+        try:
+            comp = resolve(target)
+        except NotFound:
+            # An invalid meta is not indexed as a component: find it among the index's
+            # invalid entries of that kind/name, and say what is wrong with it.
+            broken = _invalid_metas(target)
+            if not broken:
+                raise
+            for repo, meta_path in broken:
+                _check_meta_file(meta_path, repo, report)
+            return report
         repo = next((r for r in registry.all_repos() if r.name == comp.repo), None)
         _check_meta_file(comp.meta_path, repo, report)
         return report
     raise NotFound(f"{target} is neither an existing path nor a component reference", hint="e.g. cr check ./my-repo or cr check model:lenet-digits")
+
+
+def _invalid_metas(target: str) -> list[tuple[Repo | None, Path]]:
+    """(repo, meta path) of the invalid metas a ref's kind/name may mean, in precedence
+    order: those whose version (its meta's, else its directory's) matches the ref's spec,
+    or every one of that kind/name when the version cannot be read."""
+    from .refs import parse_ref
+
+    ref = parse_ref(target)
+    index = open_index(refresh=False)
+    try:
+        index.refresh(ref.kind, ref.name)
+        rows = index.invalid(ref.kind, ref.name)
+        repos = {r.name: r for r in index.repos}
+        rank = index.rank
+    finally:
+        index.close()
+    found = []
+    for repo_name, path, _ in sorted(rows, key=lambda row: (rank.get(row[0], len(rank)), row[1])):
+        meta_path = Path(path)
+        if ref.spec:
+            try:
+                version = load_json(meta_path).get("version")
+            except (InvalidMeta, AttributeError):
+                version = None
+            if not isinstance(version, str) and repos.get(repo_name) is not None and repos[repo_name].layout != "name":
+                version = meta_path.parent.name
+            try:
+                parse_version(version)
+            except (CRError, TypeError):
+                version = None  # not a version at all: the check says so
+            if version is not None and not ref.matches_version(version):
+                continue
+        found.append((repos.get(repo_name), meta_path))
+    return found
 
 
 def _check_repo_file(path: Path, report: CheckReport) -> Repo | None:

@@ -108,10 +108,21 @@ def resolve(ref: str | Ref, index: Index | None = None, prefer_repo: str | None 
 def matching(ref: str | Ref, index: Index | None = None, prefer_repo: str | None = None) -> list[Component]:
     """Every component ref may mean, best first (newest version, highest-precedence repo).
 
-    A version with a local label (``1.0.0+onnx``, what ``cr compile`` writes) satisfies
-    ``==1.0.0`` in PEP 440; a spec that names no label prefers the unlabelled versions, so
-    ``model:x@1.0.0`` keeps meaning the original after a compile. Without a spec, the
-    newest version wins, labelled or not.
+    Versions with a local label (``1.0.0+onnx``, what ``cr compile`` writes) are chosen
+    explicitly, never by default:
+
+    - no spec (``model:x``): the unlabelled versions come first (newest first), then the
+      labelled ones (newest first), so a plain ref means the source, not its newest
+      compile; only a component that has nothing but labelled versions resolves to one.
+      Callers that need a particular format walk the rest of the list (cr.run.actions
+      picks the first version whose variants the backend loads: the ``+onnx`` compile of
+      a torch model for onnxruntime).
+    - a spec that names no label (``@1.0.0``, ``@>=1``, ``@==1.*``): ``1.0.0+onnx``
+      satisfies ``==1.0.0`` in PEP 440, but only the unlabelled versions that match are
+      returned when there are any, so ``model:x@1.0.0`` keeps meaning the original.
+    - a spec that names a label (``@1.0.0+onnx``, ``@==1.0.0+onnx.int8.static``): exactly
+      that version (PEP 440 compares local labels exactly); ``@===1.0.0`` is the unlabelled
+      one, exactly.
 
     Among copies of one version, an untrusted repository's never wins over a trusted one
     whose content differs (cr.store.trust.prefer_trusted), except for prefer_repo: the
@@ -141,6 +152,8 @@ def matching(ref: str | Ref, index: Index | None = None, prefer_repo: str | None
         if ref.spec and "+" not in ref.spec:
             plain = [c for c in matching if "+" not in c.version]
             matching = plain or matching
+        elif not ref.spec:  # unlabelled first, the order within each kept (a stable sort)
+            matching = sorted(matching, key=lambda c: "+" in c.version)
         best = matching[0]
         same = [c for c in matching[1:] if c.version == best.version]
         if same:  # an identical copy (an unpacked archive's) is no news; a differing one is

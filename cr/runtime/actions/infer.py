@@ -69,7 +69,9 @@ def _classes(scores, k: int, names: dict) -> list[dict]:
 
 
 def _labels(meta: dict, dataset) -> dict:
-    names = meta.get("labels") if isinstance(meta.get("labels"), list) else []
+    from ..datasets import load_labels
+
+    names = load_labels(meta, meta.get("_dir")) or []  # a list in the meta, or a labels file beside it
     out = {str(i): n for i, n in enumerate(names)}
     if dataset is not None:
         out.update(dataset.label_names)

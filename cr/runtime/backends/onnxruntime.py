@@ -67,15 +67,13 @@ class OnnxruntimeBackend(Backend):
                 f"onnxruntime could not start {', '.join(lost)} (session uses {', '.join(used)})",
                 hint="the provider's libraries (CUDA, cuDNN, TensorRT) are probably not loadable; check LD_LIBRARY_PATH",
             )
-        self._specs = [
-            {"name": i.name, "shape": [d if isinstance(d, int) else None for d in i.shape], "dtype": _DTYPES.get(i.type, i.type)}
-            for i in self.session.get_inputs()
-        ]
+        self._specs = [_spec(i) for i in self.session.get_inputs()]
         # Run only the outputs the meta declares (skips e.g. a ZipMap that turns
         # probabilities into Python dicts), unless it declares names the model lacks.
-        have = [o.name for o in self.session.get_outputs()]
+        have = {o.name: o for o in self.session.get_outputs()}
         declared = [t["name"] for t in meta.get("outputs") or []]
         self._outputs = declared if declared and all(n in have for n in declared) else None
+        self._output_specs = [_spec(have[n]) for n in self._outputs or have]
         self._profile = so.enable_profiling
 
     def _providers(self, wanted) -> list[str]:
@@ -99,6 +97,9 @@ class OnnxruntimeBackend(Backend):
     def inputs(self):
         return self._specs
 
+    def outputs(self):
+        return self._output_specs
+
     def run(self, batch):
         try:
             return self.session.run(self._outputs, batch)
@@ -121,6 +122,19 @@ class OnnxruntimeBackend(Backend):
             "providers": self.session.get_providers() if self.session is not None else self._requested,
             "device": self._ort.get_device(),
         }
+
+
+def _dim(d):
+    """A dim as onnxruntime reports it -> cr's: a positive int, or None when dynamic (onnxruntime
+    gives None, a str (the dim_param), or -1 / 0 for a graph that writes a dynamic dim as a value <= 0)."""
+    return d if isinstance(d, int) and not isinstance(d, bool) and d > 0 else None
+
+
+def _spec(arg) -> dict:
+    """{"name", "shape", "dtype"} of an onnxruntime NodeArg (shape None: not a tensor, or no shape)."""
+    shape = getattr(arg, "shape", None)
+    return {"name": arg.name, "shape": [_dim(d) for d in shape] if isinstance(shape, (list, tuple)) else None,
+            "dtype": _DTYPES.get(arg.type, arg.type)}
 
 
 def _short(provider: str) -> str:

@@ -9,8 +9,9 @@ Without declared inputs the tensor names are used. Outputs follow the same rule 
 meta's ``outputs``; without them (or with another number of them) run() returns them in
 the interpreter's order, named after the signature's outputs where it has them.
 
-Batch size. A leading dim that the model leaves dynamic (-1), or that is 1 while the meta
-declares it dynamic, may take any size: the first batch of a new shape resizes the inputs
+Batch size. A leading dim that the model leaves dynamic (-1 in its shape_signature; inputs()
+and outputs() say None for it, as for any dim <= 0), or that is 1 while the meta declares it
+dynamic, may take any size: the first batch of a new shape resizes the inputs
 and re-allocates the tensors (``prepare(batch)`` does it ahead of time, outside timing).
 """
 from __future__ import annotations
@@ -201,9 +202,9 @@ def _signature_io(interp) -> tuple[dict, dict]:
 def _spec(detail: dict, name: str, dynamic_batch: bool = False) -> dict:
     import numpy as np
 
-    signature = detail.get("shape_signature")
+    signature = detail.get("shape_signature")  # the shape as converted: a dynamic dim is -1 there
     shape = [int(d) for d in (signature if signature is not None and len(signature) else detail["shape"])]
-    dims = [None if d < 0 else d for d in shape]
+    dims = [None if d <= 0 else d for d in shape]  # -1 (or 0): dynamic, as cr writes it
     if dims and dims[0] == 1 and dynamic_batch:
         dims[0] = None
     spec = {"name": name, "shape": dims, "dtype": np.dtype(detail["dtype"]).name}
