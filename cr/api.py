@@ -37,7 +37,7 @@ _EXPORTS = {
     "resolve_ref": "cr.store.catalog:resolve",
     "matching": "cr.store.catalog:matching",
     "verify_files": "cr.store.catalog:verify_files",
-    "component_sha256": "cr.store.catalog:component_sha256",
+    "component_sha256": "cr.store.content:component_sha256",
     "repo_list": "cr.store.catalog:repo_list",
     "repo_add": "cr.store.catalog:repo_add",
     "repo_init": "cr.store.catalog:repo_init",

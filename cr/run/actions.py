@@ -150,7 +150,9 @@ def _check_trust(model: dict, meta: dict, ds: dict | None, what: str) -> None:
 
     check = [info for info, effective in ((model, meta), (ds, None)) if info and trust.runs_code(info, effective)]
     if check:
-        trust.check_components(check, what)
+        from ..store.catalog import open_index
+
+        trust.check_components(check, what, open_index)
 
 
 def _loadable_version(ref: str, model: dict, formats) -> dict:
@@ -352,7 +354,9 @@ def run_action(
     if action_info.get("repo") not in ("builtin", None):  # a shipped action's entry is reefkit's own
         from ..store import trust
 
-        trust.check_components([action_info], f"running {action_ref}")
+        from ..store.catalog import open_index
+
+        trust.check_components([action_info], f"running {action_ref}", open_index)
     target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
     params = merged_params(action_ref, action_info["meta"], *target.layers, params or {})
     # an engine that is software of its own (MLPerf LoadGen) is resolved like the backend

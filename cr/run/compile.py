@@ -162,7 +162,9 @@ def compile_model(
     from ..store import trust
 
     if trust.runs_code(model, source):  # a state dict's net.py is imported to export it
-        trust.check_components([model], f"compiling {model['ref']}")
+        from ..store.catalog import open_index
+
+        trust.check_components([model], f"compiling {model['ref']}", open_index)
     the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
                                 params.get("options"), _source_name(model, source))
     version = version or output_version(model["version"], the_plan["label"])

@@ -196,7 +196,7 @@ def _code_items(sol: dict) -> list:
                 continue
             if info["repo"] != "builtin":
                 infos.append(info)
-    return trust.items_of(infos)
+    return trust.items_of(infos, catalog.open_index)
 
 
 def compiled_ref(meta: dict, own: str | None = None) -> str | None:

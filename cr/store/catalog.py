@@ -11,8 +11,6 @@ the catalog holds. Nothing here prints: warnings go to the Reporter (cr.events).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from . import registry
 from .index import Component, Index
 from .refs import Ref, check_kind, parse_ref, parse_spec, parse_version
 from .repository import REPO_FILE, Repo
+from .content import component_sha256
 from .trust import prefer_trusted
 
 __all__ = [
@@ -225,12 +224,6 @@ def show(ref: str | Ref, verify: bool = True, prefer_repo: str | None = None) ->
         out["files"] = [c.to_dict() for c in checks]
         out["verified"] = all(c.status == "ok" for c in checks)
     return out
-
-
-def component_sha256(meta: dict) -> str:
-    """Hash of a component's canonical meta; the meta lists its files' sha256, so this covers them."""
-    text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # The index connection new() keeps open (cr.store.authoring), one per thread, so that creating

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CRError
+from .content import component_sha256
 
 
 class Untrusted(CRError):
@@ -70,8 +71,6 @@ def component_trusted(comp, meta: dict, index) -> bool:
     repo = repos.get(comp.repo)
     if repo is not None and repo.is_trusted:
         return True
-    from .catalog import component_sha256
-
     digest = component_sha256(meta)
     for other in index.components(kind=comp.kind, name=comp.name):
         other_repo = repos.get(other.repo)
@@ -91,8 +90,6 @@ def prefer_trusted(components: list, index) -> list:
         groups.setdefault((c.kind, c.name, c.version), []).append(c)
     if all(len(g) == 1 for g in groups.values()):
         return components
-    from .catalog import component_sha256
-
     chosen: dict[tuple, object] = {}
     for key, group in groups.items():
         best = group[0]
@@ -202,9 +199,10 @@ def require(items: list[Item], what: str) -> None:
         items=items, repos=repos)
 
 
-def items_of(infos: list[dict]) -> list[Item]:
+def items_of(infos: list[dict], open_index) -> list[Item]:
     """What these components (catalog.show dicts; None entries skipped) would run from
-    repositories the user has not trusted (by repo, or by an identical trusted copy)."""
+    repositories the user has not trusted (by repo, or by an identical trusted copy).
+    open_index: cr.store.catalog.open_index (called only when something needs a look)."""
     from . import registry
 
     trusted = {r.name for r in registry.all_repos() if r.is_trusted}
@@ -212,8 +210,6 @@ def items_of(infos: list[dict]) -> list[Item]:
              and meta_items(info["kind"], info["ref"], info.get("repo") or "?", info["meta"])]
     if not infos:
         return []
-    from .catalog import open_index
-
     index = open_index(refresh=False)
     try:
         items = []
@@ -228,10 +224,10 @@ def items_of(infos: list[dict]) -> list[Item]:
     return items
 
 
-def check_components(infos: list[dict], what: str) -> None:
+def check_components(infos: list[dict], what: str, open_index) -> None:
     """Untrusted when any of these components (catalog.show dicts; None entries skipped)
-    would run code that is not trusted."""
-    require(items_of(infos), what)
+    would run code that is not trusted (open_index: as for items_of)."""
+    require(items_of(infos, open_index), what)
 
 
 def runs_code(info: dict, effective: dict | None = None) -> bool:
