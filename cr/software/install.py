@@ -35,6 +35,7 @@ from ..errors import CRError, InvalidMeta
 from ..events import reporter
 from ..fsutil import atomic_write_json
 from ..procs import die_with_parent
+from ..scratch import alive
 from . import envs as envs_mod
 from . import host
 from .envs import ENV_FILE, PATH_VARS, SoftwareEnv
@@ -244,18 +245,8 @@ def _sweep(root: Path) -> None:
             pid = int(d.name.rsplit("-", 2)[-2])
         except (ValueError, IndexError):
             continue
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not alive(pid):
             shutil.rmtree(d, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _commit(env: SoftwareEnv, stage: Path) -> SoftwareEnv:
