@@ -26,8 +26,14 @@ def _summary_rows(record: dict) -> list[list]:
         ["validity", m["validity"] + ("" if not m["invalid_reasons"] else f" ({'; '.join(m['invalid_reasons'])})")],
         ["queries", m["queries"]],
         ["samples", f"{m['samples']} ({m['samples_per_query']} per query, batch {m['batch_size']})"],
-        ["duration", f"{m['duration_s']:.3f} s"],
+        ["duration", f"{m['duration_s']:.3f} s" + (" (stopped at --max-duration)" if m.get("stopped_by") == "max_duration" else "")],
     ]
+    from ..results.summary import config_label
+
+    pipe = record.get("pipeline") or {}
+    rows.append(["config", " ".join(x for x in (config_label(record),
+                                              f"variant={pipe.get('variant')} ({pipe.get('precision') or 'fp32'})"
+                                              if pipe.get("variant") else "") if x)])
     rows += [[k, _ms(lat[k])] for k in ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "stdev", "iqr")]
     rows += [
         ["throughput", f"{m['throughput']['queries_per_s']:.1f} queries/s, {m['throughput']['samples_per_s']:.1f} samples/s"],

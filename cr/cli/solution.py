@@ -9,13 +9,21 @@ from .options import BackendOption, trust_option, with_consent
 
 def solution_rows(records: list[dict]) -> list[list]:
     """One summary row per result of a solution run."""
+    from ..results.summary import config_label
+
     rows = []
     for r in records:
         m, v = r.get("metrics") or {}, r.get("validation") or {}
         lat, thr = m.get("latency_ns") or {}, m.get("throughput") or {}
         accuracy = next((f"{k} {v[k]:.4f}" for k in ("top1", "recall") if isinstance(v.get(k), (int, float))), "")
+        pipe = r.get("pipeline") or {}
+        # the variant with its precision (an fp32 and an int8 ONNX are both "onnx" otherwise)
+        variant = pipe.get("variant") or ""
+        if variant and pipe.get("precision") and pipe["precision"] not in variant:
+            variant += f" ({pipe['precision']})"
+        scenario = config_label(r) if m.get("scenario") else ""  # 'single-stream threads=2 batch=1'
         rows.append([
-            r["action"], m.get("scenario") or "", (r.get("pipeline") or {}).get("variant") or "",
+            r["action"], scenario, variant,
             f"{lat['p50'] / 1e6:.4f} ms" if lat.get("p50") else "", f"{lat['p99'] / 1e6:.4f} ms" if lat.get("p99") else "",
             f"{thr['samples_per_s']:.1f} samples/s" if thr.get("samples_per_s") else "", accuracy,
             v.get("outcome") or m.get("validity") or "", r["status"] if r["status"] != "ok" else r["uid"],
