@@ -202,6 +202,9 @@ def _metric_rows(record: dict) -> list[list]:
         rows.append(["noise (IQR/p50)", f"{metrics['noise']:.3f}" + ("  NOISY" if metrics.get("noisy") else "")])
     if metrics.get("peak_rss_bytes"):
         rows.append(["peak RSS", f"{metrics['peak_rss_bytes'] / 2**20:.1f} MiB"])
+    from .trust import phase_rows
+
+    rows += phase_rows(metrics)
     validation = record.get("validation") or {}
     for key in ("top1", "top5", "recall", "precision", "mean_iou"):
         if isinstance(validation.get(key), (int, float)):
