@@ -242,6 +242,9 @@ def compare(uids, as_json):
 
     A latency difference is within noise when it is inside the 95% interval from the
     raw samples of both runs (order statistics: no seed, no resampling), or under 1%.
+    Then each run against the baseline: a verdict per metric (faster / slower /
+    inconclusive) from 95% bootstrap intervals of the ratio, and when a difference is
+    beyond noise, its likely causes ranked (docs/results.md).
     """
     report = _store().compare(list(uids))
     if as_json:
@@ -261,6 +264,10 @@ def compare(uids, as_json):
     for note in report["notes"]:
         output.warn(output.clean(note))
     output.table(header, rows, empty="no metric to compare")
+    from .trust import significance_lines
+
+    for line in significance_lines(report):
+        click.echo(line)
 
 
 @results.command()

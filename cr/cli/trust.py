@@ -88,5 +88,7 @@ def significance_lines(report: dict) -> list[str]:
             lines.append("  likely causes (most likely first):")
             lines += [f"    {i}. {c['cause']}: {c['detail']}" for i, c in enumerate(causes, 1)]
         elif pair.get("beyond_noise"):
-            lines.append("  likely causes: none found in the two records (same configuration, software, platform and machine state)")
+            checked = "configuration, software and platform" + ("" if pair.get("notes") else " and machine state")
+            lines.append(f"  likely causes: none found in the two records (same {checked})")
+        lines += [f"  note: {n}" for n in pair.get("notes") or []]
     return [output.clean(line) for line in lines]
