@@ -61,34 +61,59 @@ def _pct(x) -> str:
     return "?" if x is None else f"{100 * (x - 1):+.1f}%"
 
 
+def _rule(sig: dict) -> str:
+    conf = sig.get("confidence", 0.95)
+    return (f"{100 * conf:g}% bootstrap intervals of B/A from the raw samples ({sig.get('method')}; "
+            f"{sig.get('resamples')} resamples, seed {sig.get('seed')}); faster/slower only when the whole interval "
+            f"is beyond +-{100 * sig.get('min_effect', 0):g}%")
+
+
+def pair_lines(pair: dict, conf: float = 0.95) -> list[str]:
+    """One comparison (cr.results.significance.compare_pair + likely_causes + notes): the
+    verdict per metric with its ratio and interval, then the likely causes when a difference
+    is beyond noise, or why no interval could be computed."""
+    lines = []
+    if pair.get("missing"):
+        lines.append(f"  no confidence interval: {pair['missing']}")
+    for m in pair.get("metrics") or []:
+        if m.get("verdict") is None:
+            lines.append(f"  {m['label']:<12} not judged: {m.get('why')}")
+            continue
+        ci = m.get("ci") or [None, None]
+        lines.append(f"  {m['label']:<12} {m['verdict'].upper():<12} ratio {m['ratio']:.3f} ({_pct(m['ratio'])}), "
+                     f"{100 * conf:g}% interval {ci[0]:.3f} .. {ci[1]:.3f}")
+    causes = pair.get("likely_causes") or []
+    if causes:
+        lines.append("  likely causes (most likely first):")
+        lines += [f"    {i}. {c['cause']}: {c['detail']}" for i, c in enumerate(causes, 1)]
+    elif pair.get("beyond_noise"):
+        checked = "configuration, software and platform" + ("" if pair.get("notes") else " and machine state")
+        lines.append(f"  likely causes: none found in the two records (same {checked})")
+    lines += [f"  note: {n}" for n in pair.get("notes") or []]
+    return [output.clean(line) for line in lines]
+
+
 def significance_lines(report: dict) -> list[str]:
-    """The verdict lines of compare's report["significance"] (cr.results.significance), each
-    pair against the baseline: the verdict per metric with its ratio and interval, then the
-    likely causes when a difference is beyond noise, or why no interval could be computed."""
+    """The verdict lines of `cr results compare`'s report["significance"]: each run against the baseline."""
     sig = report.get("significance") if isinstance(report.get("significance"), dict) else None
     if not sig:
         return []
-    conf = sig.get("confidence", 0.95)
-    lines = [f"significance: {100 * conf:g}% bootstrap intervals of B/A from the raw samples "
-             f"({sig.get('method')}; {sig.get('resamples')} resamples, seed {sig.get('seed')}); "
-             f"faster/slower only when the whole interval is beyond +-{100 * sig.get('min_effect', 0):g}%"]
+    lines = [output.clean("significance: " + _rule(sig))]
     for pair in sig.get("pairs") or []:
-        lines.append(f"{pair.get('uid')} vs baseline {pair.get('baseline')}:")
-        if pair.get("missing"):
-            lines.append(f"  no confidence interval: {pair['missing']}")
-        for m in pair.get("metrics") or []:
-            if m.get("verdict") is None:
-                lines.append(f"  {m['label']:<12} not judged: {m.get('why')}")
-                continue
-            ci = m.get("ci") or [None, None]
-            lines.append(f"  {m['label']:<12} {m['verdict'].upper():<12} ratio {m['ratio']:.3f} ({_pct(m['ratio'])}), "
-                         f"{100 * conf:g}% interval {ci[0]:.3f} .. {ci[1]:.3f}")
-        causes = pair.get("likely_causes") or []
-        if causes:
-            lines.append("  likely causes (most likely first):")
-            lines += [f"    {i}. {c['cause']}: {c['detail']}" for i, c in enumerate(causes, 1)]
-        elif pair.get("beyond_noise"):
-            checked = "configuration, software and platform" + ("" if pair.get("notes") else " and machine state")
-            lines.append(f"  likely causes: none found in the two records (same {checked})")
-        lines += [f"  note: {n}" for n in pair.get("notes") or []]
-    return [output.clean(line) for line in lines]
+        lines.append(output.clean(f"{pair.get('uid')} vs baseline {pair.get('baseline')}:"))
+        lines += pair_lines(pair, sig.get("confidence", 0.95))
+    return lines
+
+
+def reproduce_lines(report: dict) -> list[str]:
+    """The verdict lines of `cr reproduce`: each benchmark here against its reference."""
+    lines = []
+    for p in report.get("performance") or []:
+        sig = p.get("significance")
+        if not isinstance(sig, dict):
+            continue
+        if not lines:
+            lines.append(output.clean("significance (here vs reference): " + _rule(sig)))
+        lines.append(output.clean(f"{p.get('config') or p.get('scenario') or ''}: {sig.get('uid')} vs reference {sig.get('baseline')}:"))
+        lines += pair_lines(sig, sig.get("confidence", 0.95))
+    return lines
