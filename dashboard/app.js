@@ -1437,6 +1437,7 @@
   function warmupText(w) {
     if (!isNum(w.queries) || w.queries === 0 || w.stopped_by === "disabled") return "none";
     var head = fmtInt(w.queries) + " queries in " + fmtSeconds(w.seconds);
+    if (w.stopped_by === "sizing query") return "none (1 query to size LoadGen's plan)";
     if (w.until_stable !== true) return head + " (fixed count)";
     var rule = "window " + txt(w.window) + ", within " + (isNum(w.threshold) ? (w.threshold * 100).toFixed(0) : "?") + " %";
     if (w.converged === true) return head + ", stable after " + txt(w.converged_at) + " (" + rule + ")";

@@ -351,6 +351,45 @@ def test_two_runs_of_the_same_model_are_not_called_very_different(run_cr):
         assert 0.8 < p50["ci"][0] and p50["ci"][1] < 1.25, p50
 
 
+_BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
+
+
+@pytest.mark.slow
+def test_a_run_beside_busy_loops_names_background_load_first(run_cr):
+    """The issue's acceptance case: a benchmark with every core kept busy by loops this test
+    starts, against one without; the difference is beyond noise and its first likely cause
+    is the background load. Needs the machine summary the host-side monitor records."""
+    args = ("model", "lenet-digits", "--backend", "onnxruntime", "--threads", "1", "--min-duration", "1", "--min-queries", "500")
+    quiet = _bench(run_cr, *args)
+    summary = (quiet.get("machine") or {}).get("summary")
+    if not isinstance(summary, dict) or summary.get("cpu_other_share") is None:
+        pytest.skip("this build records no machine.summary.cpu_other_share (the host-side monitor)")
+    if summary["cpu_other_share"] > 0.3:
+        pytest.skip(f"the machine is not quiet: other processes used {100 * summary['cpu_other_share']:.0f}% of its CPU")
+    loops = [subprocess.Popen([sys.executable, "-c", _BUSY]) for _ in range(os.cpu_count() or 2)]
+    try:
+        busy = _bench(run_cr, *args)
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    done = run_cr("results", "compare", quiet["uid"], busy["uid"], "--json")
+    pair = json.loads(done.stdout)["significance"]["pairs"][0]
+    assert pair["beyond_noise"], pair["metrics"]
+    assert pair["likely_causes"][0]["cause"] == "background CPU load", pair["likely_causes"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--warmup", "50", "--warmup-max-queries", "10"), "warmup_max_queries (10) is below warmup_queries (50)"),
+    (("--scenario", "server", "--target-qps", "10", "--fidelity"), "the server scenario's latencies include queueing"),
+])
+def test_benchmark_settings_that_cannot_work_are_refused_before_running(run_cr, args, words):
+    done = run_cr("benchmark", "model", "iris-logreg", "--backend", "null", *QUICK, *args)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "Error: " in done.stderr and words in done.stderr and "Hint:" in done.stderr
+    assert json.loads(run_cr("results", "list", "--json").stdout) == []  # no failed run stored: none started
+
+
 def test_compare_of_a_result_without_raw_samples_says_why_there_is_no_interval(run_cr, tmp_path):
     r = _bench(run_cr, "model", "iris-logreg", "--backend", "null", *QUICK)
     exported = tmp_path / "summary.json"

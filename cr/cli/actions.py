@@ -221,7 +221,9 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
         if record["metrics"] and record["metrics"]["validity"] != "VALID":
             output.warn("INVALID run: " + "; ".join(record["metrics"]["invalid_reasons"]))
 
-    _conclude(not_stored, lambda: _status(record), invalid)
+    from .trust import warn_unstable
+
+    _conclude(not_stored, lambda: _status(record), invalid, lambda: warn_unstable(record["metrics"]))
 
 
 @click.command("run")

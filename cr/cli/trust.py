@@ -39,6 +39,8 @@ def warmup_text(warm: dict) -> str:
     if warm.get("stopped_by") == "disabled" or not n:
         return "none"
     head = f"{n} queries in {_seconds(warm.get('seconds'))}"
+    if warm.get("stopped_by") == "sizing query":
+        return f"none (1 query to size LoadGen's plan, {_seconds(warm.get('seconds'))})"
     if not warm.get("until_stable"):
         return head + " (fixed count)"
     threshold = warm.get("threshold")
@@ -47,6 +49,15 @@ def warmup_text(warm: dict) -> str:
         return head + f", stable after {warm.get('converged_at')} ({rule})"
     bound = {"max_queries": f"{warm.get('max_queries')} queries", "max_s": f"{warm.get('max_s')} s"}.get(warm.get("stopped_by"), "its bound")
     return head + f", NOT stable: stopped at {bound} ({rule})"
+
+
+def warn_unstable(metrics) -> None:
+    """A warning when the warm-up ended at its bound without becoming stable."""
+    phases = metrics.get("phases") if isinstance(metrics, dict) and isinstance(metrics.get("phases"), dict) else {}
+    warm = phases.get("warmup") if isinstance(phases.get("warmup"), dict) else {}
+    if warm.get("converged") is False:
+        output.warn(f"the warm-up was not stable after {warm.get('queries')} queries ({warm.get('stopped_by')}): the steady-state "
+                    f"figures may still include the cold phase; raise --warmup-max-queries (or warmup_max_s)")
 
 
 def fidelity_text(fid: dict) -> str:
