@@ -109,7 +109,8 @@ def significance_lines(report: dict) -> list[str]:
     sig = report.get("significance") if isinstance(report.get("significance"), dict) else None
     if not sig:
         return []
-    lines = [output.clean("significance: " + _rule(sig))]
+    lines = [output.clean("verdicts: " + _rule(sig) + " (stricter than WITHIN NOISE above, which weighs only the "
+                          "sampling noise inside each run)")]
     for pair in sig.get("pairs") or []:
         lines.append(output.clean(f"{pair.get('uid')} vs baseline {pair.get('baseline')}:"))
         lines += pair_lines(pair, sig.get("confidence", 0.95))
