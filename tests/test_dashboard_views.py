@@ -362,7 +362,9 @@ TARGETS = [tuple(p.split("/")) for p in (
     "runtime runtime/python model_file model_file/path pipeline pipeline/preprocess pipeline/variant pipeline/precision "
     "components/0/uid components/0/sha256 components/0/task components/0/repo components/1 "
     "config config/threads config/batch_size config/backend_options config/dataset config/variant config/backend "
-    "config/split config/engine config/inputs inputs inputs/dataset tags tags/0 predictions profile raw cr_version"
+    "config/split config/engine config/inputs inputs inputs/dataset tags tags/0 predictions profile raw cr_version "
+    "metrics/phases metrics/phases/warmup metrics/phases/warmup/window_medians_ns metrics/phases/steady metrics/fidelity "
+    "metrics/fidelity/ratio machine machine/summary machine/summary/cpu_other_share machine/summary/throttled"
 ).split()]
 
 

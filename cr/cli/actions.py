@@ -44,6 +44,9 @@ def _summary_rows(record: dict) -> list[list]:
         rows.append(["server", f"target {s['target_qps']:g} q/s, achieved {s['achieved_qps']:.1f} q/s, p99 {s['p99_ms']:.3f} ms (bound {s['latency_bound_ms']:g} ms)"])
     if m.get("peak_rss_bytes"):
         rows.append(["peak RSS", f"{m['peak_rss_bytes'] / 2**20:.1f} MiB"])
+    from .trust import phase_rows
+
+    rows += phase_rows(m)
     info = record["backend"].get("info") or {}
     details = [f"{info['framework']} {info['version']}"] if info.get("version") else []
     details += info.get("providers") or []
@@ -179,7 +182,11 @@ def _one(result):
 @click.option("--max-duration", "max_duration_s", type=float,
               help="Stop a slow model after this many seconds even short of --min-queries, once 100 queries ran "
                    "(default 25; 0: no maximum).")
-@click.option("--warmup", "warmup_queries", type=int, help="Warm-up queries (not timed).")
+@click.option("--warmup", "warmup_queries", type=int,
+              help="At least this many warm-up queries (not timed), then on until stable (see action:benchmark); 0: none.")
+@click.option("--warmup-max-queries", type=int, help="End the warm-up after this many queries, stable or not (default 1000).")
+@click.option("--fidelity", is_flag=True, default=None,
+              help="After the scenario, time the same inputs with a bare loop around the backend's run() and record cr p50 / bare p50.")
 @click.option("--batch-size", type=int, help="Samples per model call (default: the model's batch, else 1).")
 @click.option("--samples-per-query", type=int, help="multi-stream: samples per query.")
 @click.option("--threads", type=int, help="The backend's compute threads.")
@@ -214,7 +221,9 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
         if record["metrics"] and record["metrics"]["validity"] != "VALID":
             output.warn("INVALID run: " + "; ".join(record["metrics"]["invalid_reasons"]))
 
-    _conclude(not_stored, lambda: _status(record), invalid)
+    from .trust import warn_unstable
+
+    _conclude(not_stored, lambda: _status(record), invalid, lambda: warn_unstable(record["metrics"]))
 
 
 @click.command("run")

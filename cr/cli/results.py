@@ -202,6 +202,9 @@ def _metric_rows(record: dict) -> list[list]:
         rows.append(["noise (IQR/p50)", f"{metrics['noise']:.3f}" + ("  NOISY" if metrics.get("noisy") else "")])
     if metrics.get("peak_rss_bytes"):
         rows.append(["peak RSS", f"{metrics['peak_rss_bytes'] / 2**20:.1f} MiB"])
+    from .trust import phase_rows
+
+    rows += phase_rows(metrics)
     validation = record.get("validation") or {}
     for key in ("top1", "top5", "recall", "precision", "mean_iou"):
         if isinstance(validation.get(key), (int, float)):
@@ -239,6 +242,9 @@ def compare(uids, as_json):
 
     A latency difference is within noise when it is inside the 95% interval from the
     raw samples of both runs (order statistics: no seed, no resampling), or under 1%.
+    Then each run against the baseline: a verdict per metric (faster / slower /
+    inconclusive) from 95% bootstrap intervals of the ratio, and when a difference is
+    beyond noise, its likely causes ranked (docs/results.md).
     """
     report = _store().compare(list(uids))
     if as_json:
@@ -258,6 +264,10 @@ def compare(uids, as_json):
     for note in report["notes"]:
         output.warn(output.clean(note))
     output.table(header, rows, empty="no metric to compare")
+    from .trust import significance_lines
+
+    for line in significance_lines(report):
+        click.echo(line)
 
 
 @results.command()

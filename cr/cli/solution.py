@@ -148,6 +148,10 @@ def reproduce(source, offline, trust, as_json):
                              "" if cell["ratio"] is None else f"{cell['ratio']:.2f}x", check])
         if perf:
             output.table(["PERFORMANCE (expected to differ)", "METRIC", "REFERENCE", "HERE", "RATIO", "CHECK"], perf)
+        from .trust import reproduce_lines
+
+        for line in reproduce_lines(report):
+            click.echo(line)
         for note in report.get("notes") or []:
             click.echo(clean(f"note: {note}"))
         for f in report["failed_runs"]:

@@ -295,6 +295,7 @@ _CONFIG_SKIP = frozenset((
     "backend", "variant", "scenario", "dataset", "split", "backend_options",
     "min_duration_s", "min_queries", "warmup_queries", "seed", "input_pool", "timeout_s",
     "keep_outputs", "parity_atol",
+    "warmup_until_stable", "warmup_window", "warmup_threshold", "warmup_max_queries", "fidelity",
 ))
 # Defaults that are left out of the cell (the benchmark's and validate's action defaults).
 _CONFIG_DEFAULTS = {"engine": "cr", "inputs": "auto", "include_preprocess": False, "iou_threshold": 0.5, "limit": None}

@@ -122,7 +122,8 @@ def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
 
     Returns {"baseline": uid, "uids": [...], "metrics": [{"metric", "label", "unit",
     "better", "values", "rel_diff", "within_noise", "interval", "method"}], "config":
-    config_comparison(records), "notes": [...]} (notes name what differs besides the
+    config_comparison(records), "notes": [...], "significance": cr.results.significance.report()}
+    (bootstrap verdicts faster/slower/inconclusive per metric, likely causes; notes name what differs besides the
     metrics: platforms, models, and every configuration field, 'config differs: threads 1 vs 2');
     rel_diff, within_noise and interval are None for the baseline and where unknown;
     interval is the 95% interval of B - A in the metric's unit.
@@ -154,8 +155,10 @@ def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
             "interval": interval, "method": ", ".join(sorted(methods)) or None,
         })
     config = config_comparison(records)
+    from .significance import report as significance
+
     return {"baseline": records[0].get("uid"), "uids": [r.get("uid") for r in records], "metrics": rows,
-            "config": config, "notes": _notes(records, config)}
+            "config": config, "notes": _notes(records, config), "significance": significance(records, latencies)}
 
 
 def config_comparison(records: list[dict]) -> list[dict]:

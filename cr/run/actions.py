@@ -359,6 +359,10 @@ def run_action(
         trust.check_components([action_info], f"running {action_ref}", open_index)
     target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
     params = merged_params(action_ref, action_info["meta"], *target.layers, params or {})
+    if action == "benchmark" and entry_point is None:  # settings that cannot work are refused before a run starts
+        from ..runtime.harness import Settings
+
+        Settings.from_params(params).check()
     # an engine that is software of its own (MLPerf LoadGen) is resolved like the backend
     tools = ("software:mlcommons-loadgen",) if params.get("engine") == "loadgen" else ()
     the_lock, env, python = _where(target, lock, action, install, tools)

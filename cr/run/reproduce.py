@@ -187,10 +187,12 @@ def _nearest(record: dict, candidates: list[dict]) -> str:
     return "closest run here differs: " + "; ".join(describe_difference(*d) for d in diffs)
 
 
-def compare(reference: list[dict], here: list[dict], expected: dict) -> dict:
+def compare(reference: list[dict], here: list[dict], expected: dict, latencies=None) -> dict:
     """The reproduction report: each reference compared with the run here of the same
     configuration: accuracy must match (checks), performance is shown (and judged where
-    a tolerance is declared); configurations on one side only are listed in "unmatched"."""
+    a tolerance is declared); configurations on one side only are listed in "unmatched".
+    latencies (record -> array | None) gives raw samples: each matched benchmark row then
+    carries "significance" (cr.results.significance.compare_pair, with likely causes)."""
     refs = _newest_per_config([r for r in reference if r.get("status") == "ok"])
     ours_by_key = _newest_per_config([r for r in here if r.get("status") == "ok"])
     checks, performance, causes, unmatched, perf_misses, notes = [], [], [], [], [], []
@@ -214,6 +216,7 @@ def compare(reference: list[dict], here: list[dict], expected: dict) -> dict:
             causes += [c for c in why if c not in causes]
         elif action == "benchmark":
             row, misses = _performance_row(ref_rec, ours, expected, label)
+            row["significance"] = _significance(ref_rec, ours, latencies)
             performance.append(row)
             perf_misses += misses
     for key, ours in ours_by_key.items():
@@ -248,6 +251,44 @@ def compare(reference: list[dict], here: list[dict], expected: dict) -> dict:
             "performance": performance, "unmatched": unmatched, "notes": notes}
 
 
+def _significance(ref_rec: dict, ours: dict, latencies) -> dict:
+    """The run here against the reference: bootstrap verdicts and likely causes."""
+    from ..results.causes import likely_causes, state_notes
+    from ..results.significance import compare_pair, settings
+
+    lat = latencies or (lambda record: None)
+    pair = compare_pair(ref_rec, ours, lat(ref_rec), lat(ours))
+    pair["likely_causes"] = likely_causes(ref_rec, ours, pair) if pair["beyond_noise"] else []
+    pair["notes"] = state_notes(ref_rec, ours)
+    return {**settings(), **pair}
+
+
+def _raw_latencies(folders: dict):
+    """record -> its raw latencies, or None: inline ones, a side file beside a reference
+    record (folders: uid -> the folder it was read from), or the results store's."""
+    from ..errors import CRError
+    from ..results.latencies import int64s, read_side
+    from ..results.store import default_store
+
+    def read(record: dict):
+        raw = record.get("raw")
+        uid = record.get("uid")
+        if not isinstance(raw, dict):
+            return None
+        try:
+            if raw.get("latencies_ns") is not None:
+                return int64s(raw["latencies_ns"], f"result {uid}")
+            name = raw.get("latencies_ns_file")
+            if uid in folders and isinstance(name, str) and "/" not in name and "\\" not in name:
+                return read_side(folders[uid] / name, raw, f"result {uid}")
+            return default_store().latencies(record)
+        except CRError as exc:
+            reporter().warning(f"no raw latencies for result {uid}: {exc.message}")
+            return None
+
+    return read
+
+
 def _declared_checks(record: dict, label: str) -> list[dict]:
     """A validate run's own checks against the declared expectations (no reference)."""
     out = []
@@ -267,7 +308,8 @@ def reproduce(source: str, offline: bool = False, output_dir: str | Path | None 
     ready = init(source, offline=offline, trust=trust)
     ref = ready["solution"]
     sol = catalog.show(ref, verify=False)
-    reference = _reference_results(ready.get("archive"), ref)
+    folders: dict = {}
+    reference = _reference_results(ready.get("archive"), ref, folders)
     not_stored = None
     try:
         here = run_declared(ref, output_dir=output_dir)
@@ -275,7 +317,7 @@ def reproduce(source: str, offline: bool = False, output_dir: str | Path | None 
         here, not_stored = exc.records, exc
     model = catalog.show(sol["meta"]["model"], verify=False, prefer_repo=sol["repo"])
     expected = {**(model["meta"].get("expected") or {}), **(sol["meta"].get("expected") or {})}
-    report = compare(reference, here, expected)
+    report = compare(reference, here, expected, _raw_latencies(folders))
     if not reference:
         report["notes"].insert(0, "no reference results: checked that every run succeeds"
                                + (", and accuracy against the declared expectations" if report["checks"] else ""))
@@ -294,8 +336,9 @@ def reproduce(source: str, offline: bool = False, output_dir: str | Path | None 
     return report
 
 
-def _reference_results(archive: dict | None, ref: str) -> list[dict]:
-    """Every reference result an archive carries (compare() takes the newest of each configuration)."""
+def _reference_results(archive: dict | None, ref: str, folders: dict | None = None) -> list[dict]:
+    """Every reference result an archive carries (compare() takes the newest of each configuration);
+    folders (when given) gets uid -> the folder each was read from (its side files are there)."""
     if not archive:
         return []
     folder = Path(archive["target"]) / "results"
@@ -308,6 +351,8 @@ def _reference_results(archive: dict | None, ref: str) -> list[dict]:
             continue
         if isinstance(record, dict):
             out.append(record)
+            if folders is not None and isinstance(record.get("uid"), str):
+                folders[record["uid"]] = folder
         else:
             reporter().warning(f"skipped reference result {path}: not a result record")
     return out

@@ -10,10 +10,10 @@ or the caller's own (tests, benchmarks/bench_harness.py). Inputs arrive pre-buil
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from itertools import cycle, islice
+from itertools import cycle
 
 from ..errors import CRError
-from . import scenarios, stats
+from . import scenarios, stats, warmup
 
 
 @dataclass
@@ -24,8 +24,13 @@ class Settings:
     min_duration_s: float = 10.0
     min_queries: int = 1024
     max_duration_s: float | None = 25.0  # a slow model stops here, with >= scenarios.MIN_QUERIES_AT_MAX queries
-    warmup_queries: int = 100
-    warmup_max_s: float = 5.0  # warm-up ends after this long even short of warmup_queries
+    warmup_queries: int = 100  # at least this many warm-up queries (0: no warm-up at all)
+    warmup_max_s: float = 5.0  # warm-up ends after this long, stable or not
+    warmup_until_stable: bool = True  # then on until consecutive window medians agree (cr.runtime.warmup)
+    warmup_window: int = 10  # queries per window
+    warmup_threshold: float = 0.05  # stable: the medians of consecutive windows differ by less than this share
+    warmup_max_queries: int = 1000  # warm-up ends after this many queries, stable or not
+    fidelity: bool = False  # after the scenario, a bare timing loop over the same inputs (cr.runtime.warmup)
     samples_per_query: int = 8  # multi-stream
     target_qps: float | None = None  # server
     latency_bound_ms: float | None = None  # server (default 100 ms)
@@ -40,6 +45,7 @@ class Settings:
             raise CRError("the server scenario needs a target rate", hint="give --target-qps X (queries per second)")
         if self.scenario == "multi-stream" and self.samples_per_query < 1:
             raise CRError("samples_per_query must be >= 1")
+        warmup.check(self)
 
     @classmethod
     def from_params(cls, params: dict) -> "Settings":
@@ -67,29 +73,22 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
         calls = -(-settings.samples_per_query // batch_size)
         feed = cycle(batches)
         queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(batches))]
-        _warm_up(lambda q: [run(x) for x in q], cycle(queries), settings)
+        warm = warmup.warm_up(run, queries, settings, grouped=True)
         lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns, max_ns)
-        per_query = calls * batch_size
+        per_query, items = calls * batch_size, queries
     else:
-        _warm_up(run, cycle(batches), settings)
-        per_query = batch_size
+        warm = warmup.warm_up(run, batches, settings)
+        per_query, items = batch_size, batches
         if settings.scenario == "server":
             lat, start, end, extra = scenarios.server(run, batches, settings.min_queries, min_ns, settings.target_qps,
                                                       settings.seed, max_ns)
         else:
             lat, start, end = scenarios.back_to_back(run, batches, settings.min_queries, min_ns, max_ns)
-    return Outcome(metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings), lat)
-
-
-def _warm_up(run_one, feed, settings: Settings) -> None:
-    """settings.warmup_queries untimed queries, or fewer when they take over warmup_max_s."""
-    import time
-
-    stop = time.perf_counter() + settings.warmup_max_s
-    for item in islice(feed, settings.warmup_queries):
-        run_one(item)
-        if time.perf_counter() > stop:
-            break
+    out = metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings)
+    out["phases"] = warmup.phases(warm, out, lat)
+    if settings.fidelity:
+        out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream")
+    return Outcome(out, lat)
 
 
 def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> dict:

@@ -46,10 +46,10 @@ import re
 import time
 from array import array
 from dataclasses import asdict, dataclass, field
-from itertools import cycle, islice
+from itertools import cycle
 
 from ..errors import CRError
-from . import stats
+from . import stats, warmup
 from .harness import Outcome, Settings
 
 LOADGEN_SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "offline": "Offline", "server": "Server"}
@@ -104,7 +104,8 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
         raise CRError("no input batches to run")
     lg = _import()
     calls = -(-settings.samples_per_query // batch_size) if settings.scenario == "multi-stream" else 1
-    typical_ns = _warm_up(backend.run, batches, calls, settings)
+    warm = _warm_up(backend.run, batches, calls, settings)
+    typical_ns = warm["fastest_ns"]
     test = _test_settings(lg, settings, calls, typical_ns)
     if trace is None:  # offline's latencies come from the SUT anyway (one LoadGen query)
         trace = settings.scenario != "offline" and _expected_samples(settings, calls, typical_ns) <= TRACE_MAX_SAMPLES
@@ -129,6 +130,9 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
     metrics["validity"] = validity
     metrics["invalid_reasons"] = invalid_reasons(values, settings) if validity != "VALID" else []
     metrics["engine"] = "loadgen"
+    metrics["phases"] = warmup.phases(warm, metrics, latencies)
+    if settings.fidelity:
+        metrics["fidelity"] = warmup.fidelity(backend.run, _queries(batches, calls), metrics, grouped=True)
     metrics["latency_source"] = source
     version, _, build = str(values.get("loadgen_version", "")).partition(" @ ")
     metrics["loadgen"] = {
@@ -163,19 +167,25 @@ def _latencies(record: _Record, values: dict, settings: Settings, trace_dir: str
     return record.latencies, "sut", None
 
 
-def _warm_up(run, batches: list, calls: int, settings: Settings) -> int:
-    """Run the warm-up queries; the fastest one's ns (0 when none ran)."""
-    count = settings.warmup_queries or (0 if settings.scenario == "server" else 1)
-    perf, fastest = time.perf_counter_ns, 0
+def _queries(batches: list, calls: int) -> list[tuple]:
+    """The batches as queries of calls batches each, cycled from the first (as LoadGen issues them)."""
     feed = cycle(batches)
-    for _ in range(count):
-        query = list(islice(feed, calls))
+    return [tuple(next(feed) for _ in range(calls)) for _ in range(len(batches))]
+
+
+def _warm_up(run, batches: list, calls: int, settings: Settings) -> dict:
+    """The harness's warm-up (cr.runtime.warmup); without one, a single query all the same
+    (not for server), whose time sizes LoadGen's plan. Its account, with "fastest_ns"."""
+    queries = _queries(batches, calls)
+    warm = warmup.warm_up(run, queries, settings, grouped=True)
+    if warm["queries"] == 0 and settings.scenario != "server":
+        perf = time.perf_counter_ns
         t0 = perf()
-        for x in query:
+        for x in queries[0]:
             run(x)
         took = perf() - t0
-        fastest = took if not fastest else min(fastest, took)
-    return fastest
+        warm.update(queries=1, seconds=took / 1e9, first_ns=took, fastest_ns=took, stopped_by="sizing query")
+    return warm
 
 
 def _test_settings(lg, settings: Settings, calls: int, typical_ns: int):
