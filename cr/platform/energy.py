@@ -376,7 +376,7 @@ def record(accs: list[Accumulator], window_ns: tuple[int, int] | None, run_ns: t
     seconds = (end - start) / 1e9
     out = {
         "label": "measured",
-        "source": "+".join(a.meter.name for a in accs),
+        "source": "+".join(dict.fromkeys(a.meter.name for a in accs)),
         "joules": total,
         "avg_watts": total / seconds if seconds > 0 else None,
         "window": "measured queries" if window_ns else "whole run",
