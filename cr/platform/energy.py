@@ -218,8 +218,8 @@ class Command(Meter):
     name = "command"
     every_s = 1.0
 
-    def __init__(self, command: str, timeout: float = COMMAND_TIMEOUT_S):
-        self.command, self.timeout = command, timeout
+    def __init__(self, command: str, timeout: float | None = None):
+        self.command, self.timeout = command, COMMAND_TIMEOUT_S if timeout is None else timeout
         self.argv = shlex.split(command)
         self.detail = {"command": command}
         self.error: str | None = None

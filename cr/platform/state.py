@@ -53,6 +53,11 @@ def tool(source: Source, name: str) -> str | None:
     return source.tool(name, TOOL_CAPTURES[name])
 
 
+def _hung(source: Source, program: str) -> bool:
+    """Whether a live source killed program for outliving its timeout (it exists, but said nothing)."""
+    return program in (getattr(source, "timed_out", None) or ())
+
+
 def _num(text: str | None, scale: float = 1.0) -> float | None:
     try:
         return float(str(text).strip()) * scale
@@ -255,7 +260,8 @@ def rpi_temp_c(text: str | None) -> float | str:
 def rpi(source: Source) -> dict | None:
     """Firmware throttling flags and SoC temperature; None when this is not a Raspberry Pi."""
     throttled_text = tool(source, "vcgencmd-get_throttled")
-    if throttled_text is None and "Raspberry Pi" not in (source.read("/proc/device-tree/model") or ""):
+    if throttled_text is None and not _hung(source, "vcgencmd") and \
+            "Raspberry Pi" not in (source.read("/proc/device-tree/model") or ""):
         return None
     return {"throttled": rpi_throttled(throttled_text), "temp_c": rpi_temp_c(tool(source, "vcgencmd-measure_temp"))}
 
@@ -324,7 +330,7 @@ def nvidia_app_memory(text: str | None, pids: set[int]) -> int | None:
 def nvidia(source: Source) -> list[dict] | str | None:
     """Per-GPU state from nvidia-smi; None when there is no NVIDIA driver nor nvidia-smi."""
     text = tool(source, "nvidia-smi-state")
-    if text is None and not source.exists("/proc/driver/nvidia/version"):
+    if text is None and not _hung(source, "nvidia-smi") and not source.exists("/proc/driver/nvidia/version"):
         return None
     return nvidia_state(text)
 
