@@ -26,7 +26,7 @@ from ..platform import energy, state
 from ..platform.sources import HostSource, Source
 
 INTERVAL_S = 0.1
-SLOW_EVERY_S = 0.5  # smaps_rollup takes the child's mmap lock; tools cost milliseconds
+SLOW_EVERY_S = 1.0  # smaps_rollup takes the child's mmap lock; tools cost milliseconds
 TOOL_TIMEOUT_S = 2.0
 OTHER_PROCESSES = "processes other than the measured child and cr"
 
