@@ -352,3 +352,62 @@ def test_a_crashed_benchmark_still_records_the_machine(run_cr, tmp_path):
     record = json.loads(out.read_text())
     assert record["status"] == "failed" and record["metrics"] is None
     assert set(record["machine"]["summary"]) >= {"cpu_other_share", "governor"} and isinstance(record["machine"]["start"], dict)
+
+
+def _put(path: Path, text: str) -> None:
+    """Replace a file at once, as a sysfs read sees a whole value (never a half-written one)."""
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _monitor_over_tree(tmp_path, write_counter, seconds: float = 1.2):
+    """A Monitor over a copied RAPL tree (energy and cpufreq from files a thread rewrites),
+    watching a real sleeping process; (the Monitor, its energy block for the whole run)."""
+    from cr.run.monitor import Monitor
+
+    source, counter = _rapl_tree(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    import threading
+
+    done = threading.Event()
+
+    def writer():
+        i = 0
+        while not done.is_set():
+            write_counter(counter, i)
+            i += 1
+            time.sleep(0.02)
+
+    t = threading.Thread(target=writer)
+    write_counter(counter, 0)
+    t.start()
+    try:
+        mon = Monitor(child.pid, source=source, interval_s=0.05, energy_command="").start()
+        child.wait()
+        mon.stop()
+    finally:
+        done.set()
+        t.join()
+    return mon, mon.energy({})
+
+
+def test_the_monitor_unwraps_a_counter_that_wraps_during_a_run(tmp_path):
+    top = 262143328850
+    # 0.1 J per 20 ms step = 5 W, starting 1 J below the wrap
+    mon, rec = _monitor_over_tree(tmp_path, lambda f, i: _put(f, f"{(top - 1_000_000 + i * 100_000) % top}\n"))
+    assert rec["label"] == "measured" and rec["source"] == "rapl" and rec["meters"][0]["wraps"] == 1
+    assert rec["avg_watts"] == pytest.approx(5.0, rel=0.3) and rec["window"] == "whole run"
+    assert mon.machine()["summary"]["governor"] == "performance" and mon.machine()["during"]["freq_mhz_max"] == 3800.0
+
+
+def test_the_monitor_says_energy_is_not_measurable_when_the_counter_vanishes_mid_run(tmp_path):
+    def write(f, i):
+        if i < 20:
+            _put(f, f"{1_000_000 + i * 100_000}\n")
+        else:
+            f.unlink(missing_ok=True)  # the zone disappears (a driver unloaded, a hot-unplug)
+
+    _, rec = _monitor_over_tree(tmp_path, write)
+    assert rec["label"].startswith("not measurable here: the rapl meter does not cover the measured window")
+    assert "readings failed" in rec["label"]

@@ -236,6 +236,9 @@ class Monitor:
         if not (isinstance(window, list) and len(window) == 2 and all(isinstance(v, int) for v in window)
                 and run[0] <= window[0] < window[1] <= run[1]):
             window = None  # not on this clock (another OS) or not given (LoadGen): the whole run
+        firsts = [a.first_ns for a in self.accs if a.first_ns is not None]
+        if firsts and len(firsts) == len(self.accs):
+            run = (max(run[0], *firsts), run[1])  # the whole run: from the meters' first reading on
         if self.start_snap is None and self.accs == [] and not self.energy_why:
             why = f"the monitor failed ({self.error})" if self.error else "the run ended before the first reading"
             return {"label": f"not measurable here: {why}"}
