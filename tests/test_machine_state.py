@@ -411,3 +411,37 @@ def test_the_monitor_says_energy_is_not_measurable_when_the_counter_vanishes_mid
     _, rec = _monitor_over_tree(tmp_path, write)
     assert rec["label"].startswith("not measurable here: the rapl meter does not cover the measured window")
     assert "readings failed" in rec["label"]
+
+
+def test_throttling_that_comes_and_goes_during_a_run_is_recorded(tmp_path, monkeypatch):
+    """A Pi that is fine at the start, throttles mid-run and recovers before the end: the
+    sampled firmware flags and the since-boot bits gained during the run both say so."""
+    from cr.run import monitor
+
+    monkeypatch.setattr(monitor, "TOOLS_EVERY_S", 0.1)
+    root = tmp_path / "pi"
+    shutil.copytree(FIX / "rpi4", root)
+    flags = root / "commands" / "vcgencmd-get_throttled.txt"
+    _put(flags, "throttled=0x0\n")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    mon = monitor.Monitor(child.pid, source=CapturedSource(root), interval_s=0.05, energy_command="").start()
+    time.sleep(0.5)
+    _put(flags, "throttled=0x40004\n")  # throttled now (bit 2) and since boot (bit 18)
+    time.sleep(0.5)
+    _put(flags, "throttled=0x40000\n")  # recovered: only the since-boot bit remains
+    child.wait()
+    mon.stop()
+    m = mon.machine()
+    assert m["start"]["throttled"] is False and m["end"]["throttled"] is False  # the snapshots alone miss it
+    assert m["during"]["throttled"] is True and m["summary"]["throttled"] is True
+    assert m["during"]["throttle_reasons"] == ["raspberry pi: throttled", "raspberry pi: throttled (occurred)"]
+
+
+def test_a_quiet_pi_run_is_not_throttled(tmp_path):
+    from cr.run import monitor
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    mon = monitor.Monitor(child.pid, source=CapturedSource(FIX / "rpi5"), interval_s=0.05, energy_command="").start()
+    child.wait()
+    m = mon.stop().machine()
+    assert m["during"]["throttled"] is False and m["during"]["throttle_reasons"] == []

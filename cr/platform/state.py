@@ -310,6 +310,7 @@ def nvidia_state(text: str | None) -> list[dict] | str:
             "power_w": num(4), "power_limit_w": num(5), "temp_c": num(6),
             "throttle_reasons": UNKNOWN if reasons is None else [n for b, n in _GPU_REASONS.items() if reasons & b],
             "throttled": UNKNOWN if reasons is None else bool(reasons & _GPU_THROTTLING),
+            "slowdowns": UNKNOWN if reasons is None else [n for b, n in _GPU_REASONS.items() if reasons & b & _GPU_THROTTLING],
             "memory_used_bytes": int(num(8, 2**20)) if num(8) != UNKNOWN else UNKNOWN, "pstate": cells[9] or UNKNOWN,
         })
     return gpus or UNKNOWN

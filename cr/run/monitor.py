@@ -27,6 +27,7 @@ from ..platform.sources import HostSource, Source
 
 INTERVAL_S = 0.1
 SLOW_EVERY_S = 1.0  # smaps_rollup takes the child's mmap lock; tools cost milliseconds
+TOOLS_EVERY_S = 2.0  # vcgencmd / nvidia-smi during the run: throttling that comes and goes
 TOOL_TIMEOUT_S = 2.0
 OTHER_PROCESSES = "processes other than the measured child and cr"
 
@@ -40,6 +41,14 @@ def _clock_ticks() -> int:
         return os.sysconf("SC_CLK_TCK")
     except (ValueError, OSError, AttributeError):
         return 100
+
+
+def _rpi_occurred(start: dict | None, end: dict | None) -> list[str] | None:
+    """Flags the Pi firmware says occurred since boot at the end but not at the start."""
+    flags = [((s or {}).get("rpi") or {}).get("throttled") for s in (start, end)]
+    if not all(isinstance(f, dict) for f in flags):
+        return None
+    return [f for f in flags[1]["since_boot"] if f not in flags[0]["since_boot"]]
 
 
 def _waited_ticks() -> int | None:
@@ -74,6 +83,8 @@ class Monitor:
         self._next_read: dict[int, float] = {}
         self.started_ns = self.ended_ns = 0
         self.error: str | None = None
+        self.throttle_reasons: set[str] = set()
+        self.throttle_samples = 0
 
     # -- the thread ------------------------------------------------------------------------
 
@@ -96,12 +107,18 @@ class Monitor:
             self.start_snap = state.snapshot(self.source)
             self._cpus = state.cpu_ids(self.source)
             self._zones = [z["zone"] for z in self.start_snap["thermal"]] if isinstance(self.start_snap["thermal"], list) else []
+            self._rpi = isinstance((self.start_snap.get("rpi") or {}).get("throttled"), dict)
+            self._nvidia = isinstance(self.start_snap.get("nvidia"), list)
             next_slow = time.monotonic() + SLOW_EVERY_S
+            next_tools = time.monotonic() + TOOLS_EVERY_S
             while not self._stop.wait(self.interval_s):
                 self._fast()
                 if time.monotonic() >= next_slow:
                     self._slow()
                     next_slow = time.monotonic() + SLOW_EVERY_S
+                if (self._rpi or self._nvidia) and time.monotonic() >= next_tools:
+                    self._tools()
+                    next_tools = time.monotonic() + TOOLS_EVERY_S
         except Exception as exc:  # the measurement goes on without its observer: say so in the record
             self.error = f"{type(exc).__name__}: {exc}"
 
@@ -128,6 +145,23 @@ class Monitor:
         load = state.load_avg(self.source)
         if isinstance(load, list):
             self.load_max = max(load[0], self.load_max if self.load_max is not None else load[0])
+
+    def _tools(self) -> None:
+        """Throttling now, from the firmware and the GPUs (what start and end snapshots can miss)."""
+        if self._rpi:
+            pi = state.rpi_throttled(state.tool(self.source, "vcgencmd-get_throttled"))
+            if isinstance(pi, dict):
+                self.throttle_samples += 1
+                self.throttle_reasons.update(f"raspberry pi: {flag}" for flag in pi["now"])
+        if self._nvidia:
+            gpus = state.nvidia_state(state.tool(self.source, "nvidia-smi-state"))
+            if isinstance(gpus, list):
+                self.throttle_samples += 1
+                for gpu in gpus:
+                    if isinstance(gpu["slowdowns"], list):
+                        self.throttle_reasons.update(f"gpu {gpu['index']}: {r}" for r in gpu["slowdowns"])
+                    if isinstance(gpu["temp_c"], float):
+                        self.temp_max = max(gpu["temp_c"], self.temp_max if self.temp_max is not None else gpu["temp_c"])
 
     def _slow(self) -> None:
         mem = state.smaps_rollup(self.source, self.pid)
@@ -193,8 +227,15 @@ class Monitor:
             "temp_c_max": round(self.temp_max, 3) if self.temp_max is not None else None,
         }
         snaps = [s for s in (self.start_snap, self.end_snap) if s]
-        verdicts = [state.throttled(s) for s in snaps]
-        during["throttled"] = any(v for v in verdicts if v is not None) if any(v is not None for v in verdicts) else None
+        verdicts = [v for v in (state.throttled(s) for s in snaps) if v is not None]
+        if self.throttle_samples:
+            verdicts.append(bool(self.throttle_reasons))
+        occurred = _rpi_occurred(self.start_snap, self.end_snap)
+        if occurred is not None:  # the firmware's since-boot flags gained one during the run
+            verdicts.append(bool(occurred))
+            self.throttle_reasons.update(f"raspberry pi: {flag} (occurred)" for flag in occurred)
+        during["throttled"] = any(verdicts) if verdicts else None
+        during["throttle_reasons"] = sorted(self.throttle_reasons)
         temps = [t for t in [during["temp_c_max"], *(state.max_temp_c(s) for s in snaps)] if t is not None]
         freqs = [during["freq_mhz_max"]] + [c["cur_mhz"] for s in snaps if isinstance(s["cpus"], list)
                                             for c in s["cpus"] if isinstance(c["cur_mhz"], float)]
