@@ -445,3 +445,16 @@ def test_a_quiet_pi_run_is_not_throttled(tmp_path):
     child.wait()
     m = mon.stop().machine()
     assert m["during"]["throttled"] is False and m["during"]["throttle_reasons"] == []
+
+
+def test_the_printed_lines_name_throttling_swapping_and_say_nothing_for_older_records():
+    from cr.results.machine import rows
+
+    assert rows({"metrics": {"peak_rss_bytes": 1}}) == [] and rows({"metrics": None}) == []
+    lines = dict(rows({"metrics": {"energy": {"label": "not measurable here: no meter"}},
+                       "machine": {"summary": {"throttled": True, "swap_activity": True, "temp_c_max": 81.5},
+                                   "during": {"throttle_reasons": ["gpu 3: sw thermal slowdown"],
+                                              "swap_in_pages": 12, "swap_out_pages": 340}}}))
+    assert lines["energy"] == "not measurable here: no meter"
+    assert lines["thermal"] == "THROTTLED (gpu 3: sw thermal slowdown), max 81.5 C, SWAPPING (12 pages in, 340 out)"
+    assert dict(rows({"machine": {"label": "not sampled: CR_MONITOR=0"}})) == {"machine": "not sampled: CR_MONITOR=0"}

@@ -57,7 +57,8 @@ def rows(record: dict) -> list[list[str]]:
         out.append(["background", text])
     flags = []
     if s.get("throttled") is True:
-        flags.append("THROTTLED")
+        reasons = d.get("throttle_reasons") if isinstance(d.get("throttle_reasons"), list) else []
+        flags.append("THROTTLED" + (f" ({'; '.join(map(str, reasons))})" if reasons else ""))
     elif s.get("throttled") is False:
         flags.append("not throttled")
     if isinstance(s.get("temp_c_max"), (int, float)):
