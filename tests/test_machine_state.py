@@ -372,15 +372,15 @@ def _monitor_over_tree(tmp_path, write_counter, seconds: float = 1.2):
 
     done = threading.Event()
 
-    def writer():
-        i = 0
+    t0 = time.monotonic()
+
+    def writer():  # the counter follows the clock (a steady draw), however late this thread runs
         while not done.is_set():
-            write_counter(counter, i)
-            i += 1
+            write_counter(counter, time.monotonic() - t0)
             time.sleep(0.02)
 
     t = threading.Thread(target=writer)
-    write_counter(counter, 0)
+    write_counter(counter, 0.0)
     t.start()
     try:
         mon = Monitor(child.pid, source=source, interval_s=0.05, energy_command="").start()
@@ -394,17 +394,17 @@ def _monitor_over_tree(tmp_path, write_counter, seconds: float = 1.2):
 
 def test_the_monitor_unwraps_a_counter_that_wraps_during_a_run(tmp_path):
     top = 262143328850
-    # 0.1 J per 20 ms step = 5 W, starting 1 J below the wrap
-    mon, rec = _monitor_over_tree(tmp_path, lambda f, i: _put(f, f"{(top - 1_000_000 + i * 100_000) % top}\n"))
+    # 5 W, starting 1 J below the wrap
+    mon, rec = _monitor_over_tree(tmp_path, lambda f, t: _put(f, f"{(top - 1_000_000 + int(t * 5_000_000)) % top}\n"))
     assert rec["label"] == "measured" and rec["source"] == "rapl" and rec["meters"][0]["wraps"] == 1
     assert rec["avg_watts"] == pytest.approx(5.0, rel=0.3) and rec["window"] == "whole run"
     assert mon.machine()["summary"]["governor"] == "performance" and mon.machine()["during"]["freq_mhz_max"] == 3800.0
 
 
 def test_the_monitor_says_energy_is_not_measurable_when_the_counter_vanishes_mid_run(tmp_path):
-    def write(f, i):
-        if i < 20:
-            _put(f, f"{1_000_000 + i * 100_000}\n")
+    def write(f, t):
+        if t < 0.4:
+            _put(f, f"{1_000_000 + int(t * 5_000_000)}\n")
         else:
             f.unlink(missing_ok=True)  # the zone disappears (a driver unloaded, a hot-unplug)
 
