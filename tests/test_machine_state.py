@@ -458,3 +458,20 @@ def test_the_printed_lines_name_throttling_swapping_and_say_nothing_for_older_re
     assert lines["energy"] == "not measurable here: no meter"
     assert lines["thermal"] == "THROTTLED (gpu 3: sw thermal slowdown), max 81.5 C, SWAPPING (12 pages in, 340 out)"
     assert dict(rows({"machine": {"label": "not sampled: CR_MONITOR=0"}})) == {"machine": "not sampled: CR_MONITOR=0"}
+
+
+def test_cr_platform_capture_keeps_what_the_monitor_reads(tmp_path):
+    from cr.platform import capture
+
+    capture(tmp_path / "cap")
+    back = state.snapshot(CapturedSource(tmp_path / "cap"))
+    live = state.snapshot(HostSource())
+    assert isinstance(back["load_avg"], list) and isinstance(back["mem_available_bytes"], int)
+    assert back["governor"] == live["governor"]
+    if live["cpus"] == "unknown":  # no cpufreq on this host (a VM)
+        assert back["cpus"] == "unknown"
+    else:
+        assert [c["governor"] for c in back["cpus"]] == [c["governor"] for c in live["cpus"]]
+    assert (back["thermal"] == "unknown") == (live["thermal"] == "unknown")
+    assert state.cpu_times(CapturedSource(tmp_path / "cap")) is not None
+    assert (tmp_path / "cap" / "proc" / "vmstat").is_file()
