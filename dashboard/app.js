@@ -986,9 +986,9 @@
     }
     if (rec.reproduction !== undefined && rec.reproduction !== null) main.appendChild(reproductionSection(rec.reproduction));
     if (m) main.appendChild(metricsSection(m));
-    if (rec.machine || (m && (m.energy || m.memory))) main.appendChild(machineSection(rec));
     if (rec.raw && typeof rec.raw === "object" && Array.isArray(rec.raw.samples_ns)) main.appendChild(latencySection(rec, token));
     if (v) main.appendChild(validationSection(v));
+    if (rec.machine || (m && (m.energy || m.memory))) main.appendChild(machineSection(rec));
     if (rec.parity && typeof rec.parity === "object") {
       var parity = obj(rec.parity), ps = section("Parity", "parity");
       ps.appendChild(kv([["outcome", badge(parity.outcome)], ["tolerance", parity.tolerance]]));

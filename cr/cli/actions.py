@@ -44,13 +44,13 @@ def _summary_rows(record: dict) -> list[list]:
         rows.append(["server", f"target {s['target_qps']:g} q/s, achieved {s['achieved_qps']:.1f} q/s, p99 {s['p99_ms']:.3f} ms (bound {s['latency_bound_ms']:g} ms)"])
     if m.get("peak_rss_bytes"):
         rows.append(["peak RSS", f"{m['peak_rss_bytes'] / 2**20:.1f} MiB"])
-    from ..results.machine import rows as machine_rows
-
-    rows += machine_rows(record)  # memory, energy, the machine's state (cr.run.monitor)
     info = record["backend"].get("info") or {}
     details = [f"{info['framework']} {info['version']}"] if info.get("version") else []
     details += info.get("providers") or []
     rows.append(["backend", record["backend"]["name"] + (f" ({', '.join(details)})" if details else "")])
+    from ..results.machine import rows as machine_rows
+
+    rows += machine_rows(record)  # memory, energy, the machine's state (cr.run.monitor)
     return rows
 
 
