@@ -989,6 +989,7 @@
     if (m) trustPhases(main, m);
     if (rec.raw && typeof rec.raw === "object" && Array.isArray(rec.raw.samples_ns)) main.appendChild(latencySection(rec, token));
     if (v) main.appendChild(validationSection(v));
+    if (rec.machine || (m && (m.energy || m.memory))) main.appendChild(machineSection(rec));
     if (rec.parity && typeof rec.parity === "object") {
       var parity = obj(rec.parity), ps = section("Parity", "parity");
       ps.appendChild(kv([["outcome", badge(parity.outcome)], ["tolerance", parity.tolerance]]));
@@ -1090,6 +1091,42 @@
         .map(function (k) { return ["latency " + k, isNum(lat[k]) ? fmtDur(lat[k]) : lat[k]]; }), "latency")));
     return s;
   }
+
+  // -- the machine's state, energy and memory of a benchmark (record.machine, metrics.energy/memory) --
+  function machineSection(rec) {
+    var s = section("Machine, energy and memory", "machine");
+    var m = obj(rec.metrics), en = obj(m.energy), mem = obj(m.memory), mach = obj(rec.machine);
+    var sum = obj(mach.summary), during = obj(mach.during);
+    var pairs = [];
+    if (en.label !== undefined) {
+      pairs.push(["energy", en.label === "measured" && isNum(en.joules)
+        ? [badge("measured"), " " + en.joules.toFixed(3) + " J over the " + txt(en.window || "run") + " (" + txt(en.source) + ")" +
+           (isNum(en.avg_watts) ? ", " + en.avg_watts.toFixed(2) + " W average" : "") +
+           (isNum(en.joules_per_sample) ? ", " + fmtEnergy(en.joules_per_sample) + " per sample" : "")]
+        : txt(en.label)]);
+    }
+    [["peak RSS", "peak_rss_bytes"], ["USS", "uss_bytes"], ["PSS", "pss_bytes"], ["GPU memory", "gpu_bytes"]].forEach(function (k) {
+      if (isNum(mem[k[1]])) pairs.push([k[0], fmtBytes(mem[k[1]])]);
+    });
+    if (mach.label) pairs.push(["machine", txt(mach.label)]);
+    var share = function (x) { return isNum(x) ? (x * 100).toFixed(1) + " %" : DASH; };
+    if (rec.machine && !mach.label) {
+      pairs.push(["CPU governor", txt(sum.governor) || DASH]);
+      pairs.push(["CPU frequency", isNum(during.freq_mhz_min) ? during.freq_mhz_min.toFixed(0) + " - " + fmtAny(during.freq_mhz_max) + " MHz" : DASH]);
+      pairs.push(["other processes' CPU", share(sum.cpu_other_share) + " of the machine (the benchmark: " + share(during.cpu_child_share) + ")"]);
+      pairs.push(["load average at start", isNum(sum.load_avg_start) ? sum.load_avg_start.toFixed(2) : DASH]);
+      pairs.push(["throttled", sum.throttled === true ? badge("throttled") : sum.throttled === false ? "no" : DASH]);
+      pairs.push(["max temperature", isNum(sum.temp_c_max) ? sum.temp_c_max.toFixed(1) + " °C" : DASH]);
+      pairs.push(["swap activity", sum.swap_activity === true ? "yes (" + txt(during.swap_in_pages) + " pages in, " + txt(during.swap_out_pages) + " out)" : sum.swap_activity === false ? "none" : DASH]);
+      pairs.push(["samples", txt(during.samples) + (isNum(during.interval_s) ? " every " + (during.interval_s * 1000).toFixed(0) + " ms" : "")]);
+    }
+    s.appendChild(kv(pairs, "machine"));
+    ["start", "end"].forEach(function (k) {
+      if (mach[k] && typeof mach[k] === "object") s.appendChild(h("details", null, h("summary", null, "Snapshot at the " + k), pre(mach[k])));
+    });
+    return s;
+  }
+  // -- end of the machine block --
 
   function latencySection(rec, token) {
     var raw = obj(rec.raw), s = section("Latency distribution", "latency");

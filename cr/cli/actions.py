@@ -51,6 +51,9 @@ def _summary_rows(record: dict) -> list[list]:
     details = [f"{info['framework']} {info['version']}"] if info.get("version") else []
     details += info.get("providers") or []
     rows.append(["backend", record["backend"]["name"] + (f" ({', '.join(details)})" if details else "")])
+    from ..results.machine import rows as machine_rows
+
+    rows += machine_rows(record)  # memory, energy, the machine's state (cr.run.monitor)
     return rows
 
 

@@ -158,6 +158,9 @@ def show(uid, raw, as_json):
     if record.get("lock"):
         rows.append(["lock", str((record["lock"] or {}).get("root", "yes"))])
     rows += _metric_rows(record)
+    from ..results.machine import rows as machine_rows
+
+    rows += machine_rows(record)  # memory, energy, the machine's state
     error = record.get("error") if isinstance(record.get("error"), dict) else None
     if error:
         rows.append(["error", f"{error.get('kind') or 'error'}: {error.get('message')}"])

@@ -86,6 +86,9 @@ def capture(dest: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT) -> Pla
     dest.mkdir(parents=True, exist_ok=True)
     source = RecordingSource(dest, timeout)
     found = detect_from(source)
+    from . import energy, state  # and what a benchmark's monitor reads (tests/fixtures/state)
+
+    state.snapshot(source), state.cpu_times(source), energy.meters(source)
     # What the host answers without a tool, written as the tool would have printed it.
     uname = _stdlib_platform.uname()
     commands = dest / "commands"

@@ -9,7 +9,8 @@
      "validation": {outcome, checks, top1, ...} (validate), "predictions": [...] (run),
      "parity": {outcome, pairs} (validate --parity),
      "raw": {"latencies_ns": [...]} | {"latencies_ns_file", "format", "count", "sha256"},
-     "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid}}
+     "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid},
+     "machine": {start, end, during, summary} (benchmark: cr.run.monitor)}
 
 Raw latencies are inline up to INLINE_MAX values; beyond, they go beside the record as
 ``<record stem>.latencies.i64`` (little-endian int64) named, counted and hashed in "raw"
@@ -78,7 +79,7 @@ def complete(record: dict, result: dict, latencies: array | None) -> dict:
     record["ended"] = now()
     record["status"] = result.get("status", "failed")
     record["error"] = result.get("error")
-    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs"):
+    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs", "machine"):
         if result.get(key) is not None:
             record[key] = result[key]
     if result.get("backend_info") is not None:

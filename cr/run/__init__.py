@@ -8,6 +8,7 @@
     actions.py    prepare(): target, variant, dataset, params; the typed Job; run_action()
                   (child -> record -> results store); benchmark(), predict()
     launch.py     run_job(): the child process, its timeout, crash and exit handling
+    monitor.py    the machine's state, energy and memory sampled around a benchmark's child
     parity.py     validate() and parity() across backends
     compile.py    compile_model(): a conversion in the child -> a new model version
     solution.py   solutions: create, init (verify, resolve, install, compile, lock), run declared

@@ -22,6 +22,7 @@ from array import array
 from pathlib import Path
 
 from .. import scratch
+from . import monitor
 from ..procs import die_with_parent
 from ..results.latencies import read_child
 from ..runtime.child import BOOTSTRAP
@@ -80,7 +81,19 @@ def run_job(job: Job | dict, python: str | None = None, env: dict | None = None,
     """Run job in a child (python: the interpreter, env: its environment); (result, latencies).
 
     A dict is read as Job fields (Job.from_dict) and checked here, before any child starts.
+    A benchmark's child is watched by cr.run.monitor: its result gains "machine" and
+    metrics "energy" and "memory", also when it failed.
     """
+    watch: list = []
+    try:
+        result, latencies = _run_child(job, python, env, timeout, watch)
+    except BaseException:
+        monitor.abandon(watch)
+        raise
+    return monitor.finish(watch[0] if watch else None, result), latencies
+
+
+def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | None]:
     if not isinstance(job, Job):
         job = Job.from_dict(job)
     work = work_dir("job")
@@ -97,6 +110,7 @@ def run_job(job: Job | dict, python: str | None = None, env: dict | None = None,
             except OSError as exc:
                 return _failed("error", f"cannot start the runtime interpreter {interpreter}: {exc.strerror or exc}",
                                "check the interpreter the lock names (cr resolve --json)"), None
+            watch.append(monitor.start_for(job.action, proc.pid))
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

@@ -112,6 +112,8 @@ def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> 
         "settings": asdict(settings),
         # what ended the run: both minimums met, or max_duration (a slow model, fewer queries)
         "stopped_by": "max_duration" if m.queries < settings.min_queries else "minimums",
+        # the measured window on perf_counter_ns (CLOCK_MONOTONIC on Linux): the host's energy readings are cut to it
+        "window_monotonic_ns": [m.start_ns, m.end_ns],
     }
     if settings.scenario == "server":
         bound_ms = settings.latency_bound_ms or 100.0
