@@ -36,7 +36,7 @@ def connect(addr: str, sec=None, timeout: float = 10.0):
     _quiet_logs()
     addr = full_address(addr, sec)
     try:
-        return Client(addr, security=sec, timeout=timeout, set_as_default=False)
+        return Client(addr, security=sec, timeout=timeout, set_as_default=True)
     except (OSError, TimeoutError) as exc:
         raise CRError(f"the scheduler at {addr} does not answer (waited {timeout:g} s): {type(exc).__name__}",
                       hint="start it (cr scheduler) and check the address, the port and the --tls-* options") from None
@@ -148,7 +148,10 @@ def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
                 continue
             futures[job.id] = _submit(client, job, fit, archives, noop)
         if futures:
-            wait(list(futures.values()), timeout=0.1, return_when="FIRST_COMPLETED")
+            try:
+                wait(list(futures.values()), timeout=0.1, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
         _drain(run, events, by_id, running_on)
         for jid, fut in list(futures.items()):
             if fut.done():

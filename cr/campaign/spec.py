@@ -76,10 +76,28 @@ def load(ref: str) -> Campaign:
     from ..store.catalog import show
 
     ref = ref if ":" in ref else f"campaign:{ref}"
-    info = show(ref, verify=False)
+    try:
+        info = show(ref, verify=False)
+    except NotFound:
+        _explain_invalid(ref)
+        raise
     if info["kind"] != "campaign":
         raise CRError(f"{info['ref']} is a {info['kind']}, not a campaign", hint="cr find campaign lists them")
     return Campaign(info["ref"], info["name"], info["meta"]["uid"], info["meta"], info["meta_path"])
+
+
+def _explain_invalid(ref: str) -> None:
+    """InvalidMeta naming the file and the JSON pointer when ref is missing because its meta is invalid."""
+    from ..errors import InvalidMeta
+    from ..store.authoring import check
+
+    try:
+        report = check(ref)
+    except CRError:
+        return
+    if report.problems:
+        raise InvalidMeta(f"{ref} is not valid: {report.problems[0]}",
+                          hint="fix the campaign's meta (docs/campaigns.md lists its fields); cr check shows every problem")
 
 
 def _where(campaign: Campaign, pointer: str) -> str:
