@@ -199,7 +199,7 @@ def job_entry(payload: dict) -> dict:
     worker = get_worker()
     info = dict(getattr(worker, "cr_info", None) or {"name": worker.name})
     job = payload["job"]
-    worker.log_event(TOPIC, {"job": job["id"], "event": "started", "worker": info["name"]})
+    worker.log_event(TOPIC, {"job": job["id"], "event": "started", "cr_worker": info["name"]})
     if payload.get("kind") == "noop":  # dispatch measurement: the round trip only
         return {"status": "ok", "records": [], "error": None, "worker": {"name": info["name"]}}
     outcome = _run_job(worker, info, payload)

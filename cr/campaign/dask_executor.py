@@ -190,8 +190,11 @@ def _drain(run: Run, events, by_id: dict, running_on: dict) -> None:
         if job is None or run.is_final(job):
             continue
         if msg.get("event") == "started":
-            running_on[job.id] = msg.get("worker")
-            run.started(job, msg.get("worker"))
+            name = msg.get("cr_worker")
+            if running_on.get(job.id) == name and run.outcomes.get(job.id, {}).get("state") == "running":
+                continue  # the same attempt announced twice
+            running_on[job.id] = name
+            run.started(job, name)
 
 
 def _collect(run: Run, job: Job, fut, running_on: dict) -> None:
