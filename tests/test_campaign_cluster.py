@@ -205,3 +205,47 @@ def test_a_worker_killed_mid_job_the_job_completes_elsewhere_once(cluster):
     assert len(records) == 1 and records[0]["campaign"]["attempt"] == 2
     status = json.loads(_cr(env, "campaign", "status", "survive", "--json").stdout)
     assert status[0]["failed_attempts"][0]["worker"] == victim
+
+
+def _certs(folder: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and one certificate it signed (for 127.0.0.1), made with the openssl CLI."""
+    import shutil
+
+    if not shutil.which("openssl"):
+        pytest.skip("the openssl command is not installed")
+    ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.pem", "node.key", "node.csr", "node.pem"))
+    run = lambda *a: subprocess.run(["openssl", *map(str, a)], check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=test-ca")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
+    ext = folder / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "1", "-extfile", ext)
+    return ca, cert, key
+
+
+def test_tls_on_loopback(tmp_path):
+    ca, cert, key = _certs(tmp_path)
+    tls = ["--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key]
+    env = {**os.environ, "CR_HOME": str(tmp_path / "coordinator")}
+    sched = _start(["scheduler", "--port", "0", *tls], env, tmp_path / "s.log")
+    procs = [sched]
+    try:
+        addr = _wait_line(tmp_path / "s.log", "scheduler at", sched).split()[-1]
+        assert addr.startswith("tls://127.0.0.1:")
+        w = _start(["worker", "--scheduler", addr, "--name", "secure", "--cr-home", tmp_path / "wh", *tls], env, tmp_path / "w.log")
+        procs.append(w)
+        _wait_line(tmp_path / "w.log", "worker secure", w)
+        repo = make_repo(tmp_path / "comps", "comps")
+        null_solution(repo)
+        make_component(repo, "campaign", "secure", solutions=["solution:null-digits"])
+        assert _cr(env, "repo", "add", repo).returncode == 0
+        plain = _cr(env, "campaign", "run", "secure", "--scheduler", addr.replace("tls://", ""), "--connect-timeout", "3", timeout=60)
+        assert plain.returncode == 1 and "does not answer" in plain.stderr  # no certificate, no connection
+        done = _cr(env, "campaign", "run", "secure", "--scheduler", addr, *tls, "--json")
+        assert done.returncode == 0, done.stderr
+        assert [r["worker"] for r in json.loads(done.stdout)] == ["secure"]
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            p.wait(timeout=20)
