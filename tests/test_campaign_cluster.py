@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ROOT, make_component, make_repo
 from test_campaign import null_solution
+from test_dashboard import browser  # noqa: F401  (the Chromium fixture)
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
@@ -122,6 +123,35 @@ def test_jobs_land_only_on_matching_workers_and_never_overlap(cluster):
     again = _cr(env, "campaign", "run", "spread", "--scheduler", addr)
     assert again.returncode == 0 and "0 job(s) to run, 6 already done" in again.stderr
     assert len(_records(env, "spread")) == 6
+
+
+def test_the_dashboard_shows_the_campaign_matrix_of_three_workers(cluster, browser, tmp_path):
+    from test_dashboard import _wait
+
+    addr, env, workers, repo, base = cluster
+    site = tmp_path / "site"
+    built = _cr(env, "dashboard", "build", "--out", site)
+    assert built.returncode == 0, built.stderr
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((site / "index.html").as_uri() + "#/leaderboard")
+    _wait(page, "() => !!window.CR_DASHBOARD && window.CR_DASHBOARD.ready")
+    options = page.eval_on_selector_all("select[data-filter=campaign] option", "els => els.map(e => e.value)")
+    assert "spread" in options
+    assert page.eval_on_selector_all("[data-nav=campaign]", "els => els.length") == 1
+    page.goto((site / "index.html").as_uri() + "#/campaign/spread")
+    _wait(page, "() => !!document.querySelector('table[data-campaign=spread]')")
+    heads = page.eval_on_selector_all("table[data-campaign=spread] thead th", "els => els.map(e => e.textContent)")
+    assert heads[0] == "Solution" and any("Raspberry Pi 4" in h for h in heads) and any("H100" in h for h in heads)
+    links = page.eval_on_selector_all("table[data-campaign=spread] td a", "els => els.map(e => e.getAttribute('href'))")
+    assert len(links) == 6 and all(link.startswith("#/result/") for link in links)
+    cells = page.eval_on_selector_all("table[data-campaign=spread] td", "els => els.map(e => e.textContent)")
+    assert any("p50" in c and "on pi" in c for c in cells)
+    page.click("table[data-campaign=spread] td a")
+    _wait(page, "() => location.hash.startsWith('#/result/') && !!document.querySelector('main[data-result]')")
+    assert not errors, errors
+    page.close()
 
 
 def test_a_job_no_worker_can_run_is_unplaceable_at_once(cluster):
