@@ -185,3 +185,43 @@ def test_tls_options_must_come_together(repo, run_cr, tmp_path):
 def test_dask_executor_needs_a_scheduler(repo, run_cr):
     campaign(repo)
     _refused(run_cr("campaign", "run", "sweep", "--executor", "dask"), "--scheduler")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(repo, run_cr, cr_home):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    null_solution(repo, "null-slow", min_queries=40)
+    meta = repo / "solution" / "null-slow" / "1.0.0" / "meta.json"
+    data = json.loads(meta.read_text())
+    data["backend_options"] = {"sleep_ms": 50}  # about 2 s a job
+    meta.write_text(json.dumps(data))
+    campaign(repo, solutions=["solution:null-slow"], matrix={"threads": [1]}, repeat=3)
+    env = {**os.environ, "CR_HOME": str(cr_home)}
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "sweep"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        journal = list(cr_home.glob("campaigns/sweep-*/journal.jsonl"))
+        if journal and '"done"' in journal[0].read_text():
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("no job finished")
+    time.sleep(0.3)  # into the second job
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err and "resumes" in err and "Traceback" not in err
+    states = sorted(s["state"] for s in _json(run_cr("campaign", "status", "sweep", "--json")))
+    assert states[0] == "done" and "running" not in states
+    done_before = states.count("done")
+    again = run_cr("campaign", "run", "sweep", timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"{3 - done_before} job(s) to run, {done_before} already done" in again.stderr
+    assert len(_json(run_cr("results", "list", "--campaign", "sweep", "--json"))) == 3

@@ -95,8 +95,9 @@ class Run:
     def is_final(self, job: Job) -> bool:
         return self.outcomes.get(job.id, {}).get("state") in ("done", "failed", "unplaceable", "skipped")
 
-    def finished(self, job: Job, outcome: dict, worker: dict) -> None:
-        """Store the outcome's records (once: a second outcome of a finished job is ignored)."""
+    def finished(self, job: Job, outcome: dict, worker: dict, sync: bool = True) -> None:
+        """Store the outcome's records (once: a second outcome of a finished job is ignored).
+        sync=False leaves the journal's fsync to sync(), for a batch of outcomes."""
         if self.is_final(job):
             return
         if self.outcomes.get(job.id, {}).get("state") == "running":
@@ -118,7 +119,7 @@ class Run:
             error = {"message": f"a result was not stored: {not_stored}", "hint": "free space or fix CR_HOME/results, then rerun"}
         name = worker.get("name")
         if outcome.get("status") == "ok" and not error:
-            self.journal.append(job.id, "done", attempt=attempt, worker=name, results=uids)
+            self.journal.append(job.id, "done", sync=sync, attempt=attempt, worker=name, results=uids)
             self.outcomes[job.id] = {"state": "done", "results": uids, "worker": name, "records": outcome.get("records")}
             self.progress.done += 1
         else:
@@ -138,6 +139,9 @@ class Run:
         self.outcomes[job.id] = {"state": state, "reason": reason}
         setattr(self.progress, state, getattr(self.progress, state) + 1)
         self.listener(state, job, {"reason": reason})
+
+    def sync(self) -> None:
+        self.journal.sync()
 
     def interrupted(self) -> None:
         for job in self.todo:

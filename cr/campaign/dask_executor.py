@@ -24,7 +24,8 @@ from .coordinator import Run
 from .jobs import lacking
 from .spec import Job
 
-WINDOW = 4  # jobs in flight per slot of the cluster
+WINDOW = 8  # jobs in flight per slot of the cluster (at least MIN_WINDOW)
+MIN_WINDOW = 16
 REFRESH_S = 0.5
 
 
@@ -140,7 +141,7 @@ def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
     names = {a: w["name"] for a, w in known.items()}
     while pending or futures:
         slots = sum(int(w["resources"].get("benchmark", 0) + w["resources"].get("gpu", 0)) for w in known.values()) or 1
-        while pending and len(futures) < WINDOW * slots:
+        while pending and len(futures) < max(MIN_WINDOW, WINDOW * slots):
             job = pending.popleft()
             fit, why = placement(job, known)
             if not fit:
@@ -153,10 +154,15 @@ def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
             except TimeoutError:
                 pass
         _drain(run, events, by_id, running_on)
-        for jid, fut in list(futures.items()):
-            if fut.done():
+        done = [(jid, fut) for jid, fut in futures.items() if fut.done()]
+        if done:
+            for jid, _ in done:
                 del futures[jid]
-                _collect(run, by_id[jid], fut, running_on)
+            finished = [fut for _, fut in done if fut.status == "finished"]
+            outcomes = dict(zip([f.key for f in finished], client.gather(finished, errors="skip"))) if finished else {}
+            for jid, fut in done:
+                _collect(run, by_id[jid], fut, running_on, outcomes.get(fut.key))
+            run.sync()  # one fsync for the batch: every "done" above is on disk before more is submitted
         if time.monotonic() - refreshed > REFRESH_S:
             refreshed = time.monotonic()
             now = workers(client)
@@ -197,22 +203,22 @@ def _drain(run: Run, events, by_id: dict, running_on: dict) -> None:
             run.started(job, name)
 
 
-def _collect(run: Run, job: Job, fut, running_on: dict) -> None:
+def _collect(run: Run, job: Job, fut, running_on: dict, outcome: dict | None) -> None:
     if fut.status == "cancelled" or run.is_final(job):
         return
-    if fut.status == "finished":
-        outcome = fut.result()
+    if fut.status == "finished" and isinstance(outcome, dict):
         worker = outcome.get("worker") or {}
     else:
-        exc = fut.exception()
+        exc = fut.exception() if fut.status == "error" else None
         name = running_on.get(job.id)
+        what = f"{type(exc).__name__}: {exc}" if exc is not None else "no outcome came back"
         outcome = {"status": "failed", "records": [],
-                   "error": {"message": f"the job failed on worker {name}: {type(exc).__name__}: {exc}", "hint": None}}
+                   "error": {"message": f"the job failed on worker {name}: {what}", "hint": None}}
         worker = {"name": name}
     if run.outcomes.get(job.id, {}).get("state") != "running":  # its result came before its start event
         run.started(job, worker.get("name"))
     running_on.pop(job.id, None)
-    run.finished(job, outcome, worker)
+    run.finished(job, outcome, worker, sync=False)
 
 
 def _worker_left(run: Run, left: set[str], futures: dict, pending: deque, by_id: dict, running_on: dict,

@@ -44,16 +44,21 @@ class Journal:
                     out.append(event)
         return out
 
-    def append(self, job: str, event: str, **fields) -> dict:
+    def append(self, job: str, event: str, sync: bool = True, **fields) -> dict:
+        """Append one event; a "done" one is on disk when this returns (sync=False: at sync())."""
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")
         entry = {"job": job, "event": event, "time": round(time.time(), 3), **fields}
         self._file.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._file.flush()
-        if event == "done":
+        if event == "done" and sync:
             os.fsync(self._file.fileno())  # a stored result must never run again after a crash
         return entry
+
+    def sync(self) -> None:
+        if self._file is not None:
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if self._file is not None:
