@@ -209,6 +209,7 @@ c.close()
 
 
 def test_a_worker_killed_mid_job_the_job_completes_elsewhere_once(cluster):
+    """Runs near the end of this module: it kills the worker the job started on."""
     addr, env, workers, repo, base = cluster
     make_component(repo, "campaign", "survive", solutions=["solution:null-slow"],
                    platforms={"x86": {"marker": "platform_machine == 'x86_64'"}})
@@ -279,3 +280,24 @@ def test_tls_on_loopback(tmp_path):
             os.killpg(p.pid, signal.SIGTERM)
         for p in procs:
             p.wait(timeout=20)
+
+
+def test_no_retry_left_fails_the_job_naming_the_worker(cluster):
+    """Runs last in this module: it kills the Raspberry Pi worker."""
+    addr, env, workers, repo, base = cluster
+    make_component(repo, "campaign", "fragile", solutions=["solution:null-slow"], platforms={"pi": {"requires": ["raspberry-pi-4"]}})
+    run = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "fragile", "--scheduler", addr, "--json",
+                            "--retries", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        journal = next(iter((base / "coordinator").glob("campaigns/fragile-*/journal.jsonl")), None)
+        if journal and '"started"' in journal.read_text():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(workers["pi"].pid, signal.SIGKILL)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 1
+    (row,) = json.loads(out)
+    assert row["state"] == "failed" and "worker pi left mid-job" in row["error"] and "no retry is left" in row["error"]
+    assert "Traceback" not in err and _records(env, "fragile") == []

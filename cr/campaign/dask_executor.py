@@ -153,7 +153,7 @@ def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
                 wait(list(futures.values()), timeout=0.1, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 pass
-        _drain(run, events, by_id, running_on)
+        _drain(run, events, by_id, running_on, futures, retries)
         done = [(jid, fut) for jid, fut in futures.items() if fut.done()]
         if done:
             for jid, _ in done:
@@ -186,7 +186,7 @@ def _submit(client, job: Job, fit: list[str], archives: dict, noop: bool):
                          allow_other_workers=False, pure=False, retries=0)
 
 
-def _drain(run: Run, events, by_id: dict, running_on: dict) -> None:
+def _drain(run: Run, events, by_id: dict, running_on: dict, futures: dict, retries: int) -> None:
     while True:
         try:
             msg = events.get_nowait()
@@ -197,8 +197,14 @@ def _drain(run: Run, events, by_id: dict, running_on: dict) -> None:
             continue
         if msg.get("event") == "started":
             name = msg.get("cr_worker")
-            if running_on.get(job.id) == name and run.outcomes.get(job.id, {}).get("state") == "running":
+            before = running_on.get(job.id)
+            if before == name and run.outcomes.get(job.id, {}).get("state") == "running":
                 continue  # the same attempt announced twice
+            if before is not None and run.outcomes.get(job.id, {}).get("state") == "running":
+                # Dask started it again elsewhere before this loop saw the first worker go:
+                # the first attempt ended without an outcome
+                if _lost(run, job, before, futures, retries):
+                    continue
             running_on[job.id] = name
             run.started(job, name)
 
@@ -221,6 +227,22 @@ def _collect(run: Run, job: Job, fut, running_on: dict, outcome: dict | None) ->
     run.finished(job, outcome, worker, sync=False)
 
 
+def _lost(run: Run, job: Job, name: str, futures: dict, retries: int) -> bool:
+    """The current attempt of job ended with its worker: record it; True when no retry is left
+    (the job is then failed and its future cancelled)."""
+    attempt = run.attempts[job.id]
+    run.attempt_failed(job, name, f"worker {name} left mid-job (attempt {attempt})")
+    if attempt <= retries:
+        return False
+    fut = futures.pop(job.id, None)
+    if fut is not None:
+        fut.cancel()
+    run.finished(job, {"status": "failed", "records": [], "error": {
+        "message": f"worker {name} left mid-job, attempt {attempt} of {retries + 1}: no retry is left",
+        "hint": "raise --retries, or keep the workers running"}}, {"name": name})
+    return True
+
+
 def _worker_left(run: Run, left: set[str], futures: dict, pending: deque, by_id: dict, running_on: dict,
                  retries: int, known: dict) -> None:
     for jid, name in list(running_on.items()):
@@ -228,15 +250,7 @@ def _worker_left(run: Run, left: set[str], futures: dict, pending: deque, by_id:
         if name not in left or run.is_final(job):
             continue
         del running_on[jid]
-        attempt = run.attempts[jid]
-        run.attempt_failed(job, name, f"worker {name} left mid-job (attempt {attempt})")
-        if attempt > retries:
-            fut = futures.pop(jid, None)
-            if fut is not None:
-                fut.cancel()
-            run.finished(job, {"status": "failed", "records": [], "error": {
-                "message": f"worker {name} left mid-job, attempt {attempt} of {retries + 1}: no retry is left",
-                "hint": "raise --retries, or keep the workers running"}}, {"name": name})
+        _lost(run, job, name, futures, retries)
     for jid in list(futures):
         job = by_id[jid]
         fit, why = placement(job, known)
