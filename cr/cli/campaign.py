@@ -162,16 +162,11 @@ def run(ctx, name, executor, scheduler, dry_run, rerun, retries, wait_for_worker
     if not quiet:
         click.echo(f"{c.ref}: {len(the_run.todo)} job(s) to run, {the_run.progress.already} already done"
                    + (f" (on {scheduler})" if executor == "dask" else " (on this machine)"), err=True)
+    from ..api import run_campaign
+
     try:
-        if executor == "local":
-            from ..campaign.local import run_local
-
-            run_local(the_run)
-        else:
-            from ..campaign.dask_executor import run_dask
-
-            run_dask(the_run, scheduler, sec, retries=retries, wait_for_workers=wait_for_workers, timeout=timeout_s,
-                     connect_timeout=connect_timeout)
+        run_campaign(name, executor, scheduler, retries=retries, wait_for_workers=wait_for_workers, timeout=timeout_s,
+                     connect_timeout=connect_timeout, security=sec, prepared=the_run)
     except KeyboardInterrupt:
         progress.end()
         click.echo(f"Interrupted: {the_run.progress.line()}; cr campaign run {name} resumes.", err=True)
@@ -196,20 +191,17 @@ def run(ctx, name, executor, scheduler, dry_run, rerun, retries, wait_for_worker
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(name, watch, as_json):
     """Per job: platform, state, attempts, worker, result uids or the error."""
-    from ..campaign import spec
-    from ..campaign.coordinator import status as job_status
+    from ..api import campaign_status
 
-    c = spec.load(name)
-    jobs = spec.expand(c)
     while True:
-        rows = job_status(c, jobs)
+        rows = campaign_status(name)
         if as_json:
             output.emit_json(rows)
         else:
             output.table(["JOB", "SOLUTION", "PLATFORM", "SETTING", "STATE", "ATTEMPTS", "WORKER", "RESULTS / WHY"],
                          [[r["job"], r["solution"].split(":", 1)[-1], r["platform"], r["setting"], r["state"], r["attempts"],
                            r["worker"] or "", ", ".join(r["results"]) or r["error"] or r["reason"] or ""] for r in rows],
-                         title=c.ref)
+                         title=f"campaign {name}")
         if not watch or all(r["state"] in ("done", "failed", "unplaceable", "skipped") for r in rows):
             return
         time.sleep(2)
