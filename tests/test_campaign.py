@@ -89,6 +89,8 @@ def test_local_run_stores_campaign_records_skips_other_platforms_and_resumes(rep
     assert len(_json(run_cr("results", "list", "--campaign", "sweep", "--json"))) == 4
     status = _json(run_cr("campaign", "status", "sweep", "--json"))
     assert sorted(s["state"] for s in status) == ["done", "done", "skipped", "skipped"]
+    watched = run_cr("campaign", "status", "sweep", "--watch", timeout=30)  # every job final: it returns at once
+    assert watched.returncode == 0 and watched.stdout.count("done") == 2 and "lacks raspberry-pi-4" in watched.stdout
 
 
 def test_removing_a_result_makes_its_job_run_again(repo, run_cr):

@@ -110,6 +110,11 @@ class _Progress:
         elif self.tty and (time.monotonic() - self._at > 0.1 or kind != "started"):
             self._at = time.monotonic()
             click.echo("\r" + line + "\x1b[K", err=True, nl=False)
+            from ..events import reporter
+
+            rep = reporter()
+            if hasattr(rep, "_progress_task"):  # the CLI's reporter ends this line before it prints a message
+                rep._progress_task = "campaign"
 
     def end(self) -> None:
         if self.tty and not self.quiet:
