@@ -227,3 +227,24 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(repo, run_cr, cr_home):
     assert again.returncode == 0, again.stderr
     assert f"{3 - done_before} job(s) to run, {done_before} already done" in again.stderr
     assert len(_json(run_cr("results", "list", "--campaign", "sweep", "--json"))) == 3
+
+
+def test_a_scheduler_port_in_use_is_one_clear_error(run_cr):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        _refused(run_cr("scheduler", "--port", port, timeout=60), f"127.0.0.1:{port}", "cannot listen")
+
+
+def test_a_worker_with_a_missing_platform_root(run_cr, tmp_path):
+    _refused(run_cr("worker", "--scheduler", "127.0.0.1:1", "--platform-root", tmp_path / "nope"), "platform root", "nope")
+
+
+def test_a_matrix_backend_that_refuses_the_solutions_own_options(repo, run_cr):
+    campaign(repo, solutions=["solution:lenet-digits-onnxruntime"], matrix={"backend": ["null"]})
+    done = run_cr("campaign", "show", "sweep", "--jobs")
+    _refused(done, "/matrix/backend", "intra_op_threads", "lenet-digits-onnxruntime")
+    assert "sleep_ms" in done.stderr

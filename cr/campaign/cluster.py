@@ -84,16 +84,22 @@ def serve_scheduler(host: str = "127.0.0.1", port: int = 8786, sec=None, on_read
     from distributed import Scheduler
 
     _quiet_logs()
+    # no HTTP routes: distributed's status server would listen (beside the scheduler, on the
+    # same host) but answers nothing; nothing but the scheduler's own port is of use here
     dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                     "distributed.scheduler.worker-ttl": "30s"})
+                     "distributed.scheduler.worker-ttl": "30s", "distributed.scheduler.http.routes": []})
 
     async def main():
         protocol = "tls" if sec is not None else "tcp"
         try:
-            scheduler = Scheduler(host=host, port=port, security=sec, dashboard=False, protocol=protocol)
+            scheduler = Scheduler(host=host, port=port, security=sec, dashboard=False, protocol=protocol,
+                                  dashboard_address=f"{host}:0")
             await scheduler
-        except OSError as exc:
-            raise CRError(f"the scheduler cannot listen on {host}:{port}: {exc.strerror or exc}",
+        except (OSError, RuntimeError) as exc:
+            cause = exc if isinstance(exc, OSError) else exc.__cause__
+            if not isinstance(cause, OSError):
+                raise
+            raise CRError(f"the scheduler cannot listen on {host}:{port}: {cause.strerror or cause}",
                           hint="choose another --port (0: any free one), or stop what uses it") from None
         try:
             if on_ready:
@@ -129,7 +135,10 @@ def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, t
 
     from distributed import Worker
 
+    import dask
+
     _quiet_logs()
+    dask.config.set({"distributed.worker.http.routes": []})
     res = resources(platform)
     gpus = int(res.get("gpu", 0))
     info = worker_info(name, platform, gpus)

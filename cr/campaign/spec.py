@@ -174,12 +174,15 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
         entry = registry.find(backend)
     except CRError as exc:
         raise CRError(f"{_where(campaign, '/matrix/backend')}: {exc.message}", hint=exc.hint) from None
-    options = point.get("backend_options")
+    own = sol["meta"].get("backend_options") or {}
+    options = {**own, **(point.get("backend_options") or {})}  # what the run gets: cr.run.actions.prepare merges them
     if options:
         try:
             check_options(registry.load_class(entry), options)
         except CRError as exc:
-            raise CRError(f"{_where(campaign, '/matrix/backend_options')}: {exc.message} (solution {sol['ref']})", hint=exc.hint) from None
+            where = "/matrix/backend_options" if point.get("backend_options") else "/matrix/backend"
+            whose = f" (solution {sol['ref']}" + (f" declares backend_options {sorted(own)}" if own else "") + ")"
+            raise CRError(f"{_where(campaign, where)}: {exc.message}{whose}", hint=exc.hint) from None
 
 
 def job_id(sol: dict, overrides: dict, platform: str, target: dict, repetition: int, actions, params: dict) -> str:
