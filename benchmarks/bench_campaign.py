@@ -115,6 +115,27 @@ print(json.dumps({{"jobs_s": {n} / dt, "rss_mb": resource.getrusage(resource.RUS
     return out["jobs_s"], out["rss_mb"]
 
 
+def per_job(env: dict, addr: str | None) -> tuple[float, float]:
+    """(wall s, s outside the jobs' own runs) of the campaign in-process: local, or on addr."""
+    code = f"""
+import json, time
+from datetime import datetime
+import cr
+t0 = time.perf_counter()
+run = cr.run_campaign("bench", scheduler={addr!r}, rerun=True)
+wall = time.perf_counter() - t0
+inside = 0.0
+for o in run.outcomes.values():
+    for r in o.get("records") or []:
+        inside += (datetime.fromisoformat(r["ended"]) - datetime.fromisoformat(r["started"])).total_seconds()
+print(json.dumps([wall, wall - inside]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=8)
@@ -135,7 +156,12 @@ def main() -> None:
             cold = dask_run()  # the worker unpacks and sets the solution up on its first job
             warm = dask_run()
             print(f"dask dispatch: {args.jobs} jobs {warm:.2f} s (first run, with the worker's set-up: {cold:.2f} s) "
-                  f"vs local {local:.2f} s: {(warm - local) / args.jobs * 1000:+.0f} ms/job overhead")
+                  f"vs local {local:.2f} s: {(warm - local) / args.jobs * 1000:+.0f} ms/job, CLI runs")
+            lw, lo = per_job(env, None)
+            dw, do = per_job(env, addr)
+            print(f"dask dispatch, in-process: time outside the jobs' runs {do / args.jobs * 1000:.0f} ms/job on dask vs "
+                  f"{lo / args.jobs * 1000:.0f} ms/job local: {(do - lo) / args.jobs * 1000:+.0f} ms/job "
+                  f"(walls {dw:.2f} s vs {lw:.2f} s; includes packing the archive and connecting, once per run)")
             rate, rss = tiny_jobs(addr, env, args.tiny)
             print(f"dask dispatch: {args.tiny} no-op jobs: {rate:.1f} jobs/s (target >= 20), coordinator peak RSS {rss:.0f} MB (target < 300)")
             one = dask_run()
