@@ -54,6 +54,18 @@ def test_expansion_is_a_deterministic_product_with_include_and_exclude(repo, run
     assert table.returncode == 0 and "16 job(s)" in table.stdout and "threads=3 batch_size=1" in table.stdout
 
 
+def test_solutions_by_tag_query(repo, run_cr):
+    make_component(repo, "solution", "tagged-a", tags=["sweepme"], model="model:lenet-digits@1.0.0", backend="null",
+                   actions=[{"action": "benchmark", "params": FAST}])
+    make_component(repo, "solution", "tagged-b", tags=["sweepme", "slow"], model="model:lenet-digits@1.0.0", backend="null",
+                   actions=[{"action": "benchmark", "params": FAST}])
+    campaign(repo, solutions=[{"tags": ["sweepme", "-slow"]}, "solution:null-digits"], matrix={"threads": [1]})
+    jobs = _json(run_cr("campaign", "show", "sweep", "--jobs", "--json"))["jobs"]
+    assert [j["solution"] for j in jobs] == ["solution:tagged-a@1.0.0", "solution:null-digits@1.0.0"]
+    path = campaign(repo, "none", solutions=[{"tags": ["nothing-has-this"]}])
+    _refused(run_cr("campaign", "show", "none"), str(path), "/solutions/0", "nothing-has-this")
+
+
 def test_editing_the_solution_changes_the_job_ids(repo, run_cr):
     campaign(repo)
     before = {j["id"] for j in _json(run_cr("campaign", "show", "sweep", "--jobs", "--json"))["jobs"]}

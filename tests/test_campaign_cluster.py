@@ -109,6 +109,11 @@ def test_jobs_land_only_on_matching_workers_and_never_overlap(cluster):
     assert all(r["platform"]["arch"] == "aarch64" and "raspberry-pi-4" in r["platform"]["capabilities"] for r in pi)
     gpu_jobs = [r for r in records if r["campaign"]["job"] in {x["job"] for x in rows if x["platform"] == "gpu"}]
     assert all(0 <= r["worker"]["gpu"] < 8 for r in gpu_jobs)  # ran with CUDA_VISIBLE_DEVICES set to its slot
+    spans = [(datetime.fromisoformat(r["started"]), datetime.fromisoformat(r["ended"]), r["worker"]["gpu"]) for r in gpu_jobs]
+    for a in spans:
+        for b in spans:
+            if a is not b and a[0] < b[1] and b[0] < a[1]:
+                assert a[2] != b[2], "two GPU jobs at once on one GPU"
     # benchmark-slot jobs on one worker never overlap in time
     for name in ("pi", "here", "gpu"):
         windows = sorted((datetime.fromisoformat(r["started"]), datetime.fromisoformat(r["ended"]))
