@@ -1419,6 +1419,46 @@
       }));
   }
 
+  // ---------------------------------------------------------------- routing
+  function parseHash() {
+    var hash = location.hash.replace(/^#\/?/, "");
+    var slash = hash.indexOf("/");
+    var view = slash < 0 ? hash : hash.slice(0, slash), arg = slash < 0 ? "" : hash.slice(slash + 1);
+    try { arg = decodeURIComponent(arg); } catch (e) { arg = ""; }
+    return { view: view || "leaderboard", arg: arg };
+  }
+
+  function render() {
+    S.token++;
+    destroyCharts();
+    var r = parseHash(), main = document.getElementById("main");
+    clear(main);
+    main.removeAttribute("data-result");
+    document.body.setAttribute("data-view", r.view);
+    document.title = "reefkit results";
+    document.querySelectorAll("[data-nav]").forEach(function (a) {
+      a.classList.toggle("active", a.getAttribute("data-nav") === r.view);
+    });
+    if (!S.index) {
+      main.appendChild(h("h1", null, "No data"));
+      main.appendChild(h("p", { class: "error-box" }, "data/index.js is missing: this folder holds the dashboard's sources, not a built site. " +
+        "Run `cr dashboard build` and open the index.html it writes (cr dashboard open)."));
+    } else if (r.view === "leaderboard") renderLeaderboard(main);
+    else if (r.view === "pareto") renderPareto(main);
+    else if (r.view === "result") {
+      if (UID_RE.test(r.arg)) renderResult(main, r.arg);
+      else main.appendChild(h("p", { class: "error-box" }, "Not a result id."));
+    } else if (r.view === "campaign") renderCampaign(main, r.arg);
+    else if (r.view === "compare") {
+      renderCompare(main, r.arg.split(",").map(function (u) { return u.trim(); }).filter(function (u) { return UID_RE.test(u); }));
+    } else {
+      main.appendChild(h("h1", null, "Page not found"));
+      main.appendChild(h("p", null, h("a", { href: "#/leaderboard" }, "Go to the leaderboard")));
+    }
+    hook.view = r.view;
+    hook.renders++;
+  }
+
   // ---------------------------------------------------------------- campaigns
   // #/campaign: every campaign on the site; #/campaign/<name>: its solutions x platforms
   // matrix, each cell the runs of that pair (status, p50, top-1, settings) linking to them.
@@ -1492,46 +1532,6 @@
         })));
       body.appendChild(h("div", { class: "table-wrap" }, table));
     }, function () { clear(body); body.appendChild(h("p", { class: "error-box" }, "data/runs.js did not load.")); }));
-  }
-
-  // ---------------------------------------------------------------- routing
-  function parseHash() {
-    var hash = location.hash.replace(/^#\/?/, "");
-    var slash = hash.indexOf("/");
-    var view = slash < 0 ? hash : hash.slice(0, slash), arg = slash < 0 ? "" : hash.slice(slash + 1);
-    try { arg = decodeURIComponent(arg); } catch (e) { arg = ""; }
-    return { view: view || "leaderboard", arg: arg };
-  }
-
-  function render() {
-    S.token++;
-    destroyCharts();
-    var r = parseHash(), main = document.getElementById("main");
-    clear(main);
-    main.removeAttribute("data-result");
-    document.body.setAttribute("data-view", r.view);
-    document.title = "reefkit results";
-    document.querySelectorAll("[data-nav]").forEach(function (a) {
-      a.classList.toggle("active", a.getAttribute("data-nav") === r.view);
-    });
-    if (!S.index) {
-      main.appendChild(h("h1", null, "No data"));
-      main.appendChild(h("p", { class: "error-box" }, "data/index.js is missing: this folder holds the dashboard's sources, not a built site. " +
-        "Run `cr dashboard build` and open the index.html it writes (cr dashboard open)."));
-    } else if (r.view === "leaderboard") renderLeaderboard(main);
-    else if (r.view === "pareto") renderPareto(main);
-    else if (r.view === "result") {
-      if (UID_RE.test(r.arg)) renderResult(main, r.arg);
-      else main.appendChild(h("p", { class: "error-box" }, "Not a result id."));
-    } else if (r.view === "campaign") renderCampaign(main, r.arg);
-    else if (r.view === "compare") {
-      renderCompare(main, r.arg.split(",").map(function (u) { return u.trim(); }).filter(function (u) { return UID_RE.test(u); }));
-    } else {
-      main.appendChild(h("h1", null, "Page not found"));
-      main.appendChild(h("p", null, h("a", { href: "#/leaderboard" }, "Go to the leaderboard")));
-    }
-    hook.view = r.view;
-    hook.renders++;
   }
 
   function boot() {
