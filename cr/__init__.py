@@ -12,7 +12,8 @@ from .errors import CRError
 # the same names as cr.api.__all__ but "resolve", which on this package is the subpackage cr.resolve
 # (the import system sets it as an attribute once it is imported): cr.resolve_ref is that function.
 _API_NAMES = frozenset({
-    "CheckReport", "Component", "FileCheck", "benchmark", "build_dashboard", "check", "compile_model", "component_sha256",
+    "CheckReport", "Component", "FileCheck", "benchmark", "build_dashboard", "campaign_status", "check", "compile_model",
+    "component_sha256", "expand_campaign", "run_campaign",
     "create_solution", "detect", "detect_platform", "env_for", "find", "init_solution", "install", "install_missing",
     "lock", "matching", "new", "open_index", "pack", "parity", "predict", "rehash", "repo_add", "repo_init", "repo_list",
     "repo_pull", "repo_rm", "repo_update", "reproduce", "resolve_ref", "result_store", "run_action", "run_solution", "show",

@@ -20,7 +20,8 @@ benchmark/validate/parity/predict/compile_model (``cr.run`` is the package of th
 runner, hence ``predict``); cr init solution -> create_solution/init_solution;
 cr benchmark solution -> run_solution; cr pack/unpack -> pack/unpack; cr reproduce ->
 reproduce; cr results ... -> result_store(); cr dashboard build -> build_dashboard;
-cr platform -> detect_platform. ``import cr`` offers every name here except ``resolve``, which
+cr platform -> detect_platform; cr campaign show/run/status -> expand_campaign/run_campaign/
+campaign_status. ``import cr`` offers every name here except ``resolve``, which
 there is the subpackage cr.resolve: use ``cr.resolve_ref`` (or ``cr.api.resolve``).
 """
 from __future__ import annotations
@@ -70,6 +71,10 @@ _EXPORTS = {
     "reproduce": "cr.run.reproduce:reproduce",
     "pack": "cr.archive:pack",
     "unpack": "cr.archive:unpack",
+    # campaigns: solutions x settings x platforms, here or on a Dask cluster
+    "expand_campaign": "cr.campaign.runner:expand_campaign",
+    "run_campaign": "cr.campaign.runner:run_campaign",
+    "campaign_status": "cr.campaign.runner:campaign_status",
     # results and the dashboard
     "result_store": "cr.results.store:default_store",
     "build_dashboard": "cr.dashboard.build:build",

@@ -15,7 +15,7 @@
  * read from a record goes through obj() / arr() / isNum() (or String()) before a method is
  * called on it; a view never assumes a field's type.
  *
- * Routes: #/leaderboard, #/pareto, #/result/<uid>, #/compare/<uid>,<uid>[,...]
+ * Routes: #/leaderboard, #/pareto, #/result/<uid>, #/compare/<uid>,<uid>[,...], #/campaign[/<name>]
  * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, paretoPoints, pareto, errors).
  */
 (function () {
@@ -288,7 +288,8 @@
     ["platform", "Platform", function (r) { return r.platform; }, function (r) { return r.platform_label; }],
     ["precision", "Precision", function (r) { return r.precision; }, null],
     ["scenario", "Scenario", function (r) { return r.scenario; }, null],
-    ["config", "Config", function (r) { return r.config; }, null]
+    ["config", "Config", function (r) { return r.config; }, null],
+    ["campaign", "Campaign", function (r) { return r.campaign; }, null]
   ];
 
   function searchText(r) {
@@ -1695,7 +1696,8 @@
     else if (r.view === "result") {
       if (UID_RE.test(r.arg)) renderResult(main, r.arg);
       else main.appendChild(h("p", { class: "error-box" }, "Not a result id."));
-    } else if (r.view === "compare") {
+    } else if (r.view === "campaign") renderCampaign(main, r.arg);
+    else if (r.view === "compare") {
       renderCompare(main, r.arg.split(",").map(function (u) { return u.trim(); }).filter(function (u) { return UID_RE.test(u); }));
     } else {
       main.appendChild(h("h1", null, "Page not found"));
@@ -1703,6 +1705,81 @@
     }
     hook.view = r.view;
     hook.renders++;
+  }
+
+  // ---------------------------------------------------------------- campaigns
+  // #/campaign: every campaign on the site; #/campaign/<name>: its solutions x platforms
+  // matrix, each cell the runs of that pair (status, p50, top-1, settings) linking to them.
+  function campaignHref(name) { return "#/campaign/" + encodeURIComponent(name); }
+
+  function addCampaignNav() {
+    var nav = document.querySelector(".top nav");
+    if (nav && !nav.querySelector("[data-nav=campaign]")) nav.appendChild(h("a", { href: "#/campaign", "data-nav": "campaign" }, "Campaigns"));
+  }
+
+  function campaignRuns(all) {
+    var rowOf = new Map();
+    S.rows.forEach(function (r) { if (!rowOf.has(r.key)) rowOf.set(r.key, r); });
+    var out = [];
+    all.byKey.forEach(function (runs, key) {
+      var row = rowOf.get(key) || {};
+      runs.forEach(function (run) { if (run.campaign) out.push({ run: run, row: row }); });
+    });
+    return out;
+  }
+
+  function campaignCell(items) {
+    if (!items.length) return h("span", { class: "sub" }, DASH);
+    var ok = items.filter(function (x) { return x.run.status === "ok"; }).length, failed = items.length - ok;
+    var p50s = items.filter(function (x) { return x.run.action === "benchmark" && isNum(x.run.p50_ns); }).map(function (x) { return x.run.p50_ns; });
+    var top1 = items.filter(function (x) { return isNum(x.run.top1); }).map(function (x) { return x.run.top1; })[0];
+    return [
+      h("div", null, badge(failed ? "failed" : "ok"), " ", h("span", { class: "sub" }, ok + " ok" + (failed ? ", " + failed + " failed" : ""))),
+      p50s.length ? h("div", null, "p50 " + fmtDur(Math.min.apply(null, p50s))) : null,
+      isNum(top1) ? h("div", null, "top-1 " + fmtPct(top1)) : null,
+      h("div", { class: "sub" }, items.slice(0, 12).map(function (x) {
+        return h("div", null, h("a", { href: resultHref(x.run.uid), title: x.run.error || x.run.uid },
+          x.run.action + (x.run.config ? " " + x.run.config : "")), x.run.worker ? " on " + x.run.worker : "");
+      }), items.length > 12 ? h("div", null, "+" + (items.length - 12) + " more") : null)
+    ];
+  }
+
+  function renderCampaign(main, name) {
+    main.appendChild(h("h1", null, name ? "Campaign " + name : "Campaigns"));
+    var body = h("div", { id: "campaign" }, h("p", { class: "note" }, "Loading\u2026"));
+    main.appendChild(body);
+    var token = S.token;
+    track(loadRuns().then(function (all) {
+      if (token !== S.token) return;
+      clear(body);
+      var items = campaignRuns(all);
+      if (!name) {
+        var counts = new Map();
+        items.forEach(function (x) { counts.set(x.run.campaign, (counts.get(x.run.campaign) || 0) + 1); });
+        if (!counts.size) { body.appendChild(h("p", { class: "note" }, "No result on this site comes from a campaign (cr campaign run).")); return; }
+        body.appendChild(h("ul", null, Array.from(counts.keys()).sort().map(function (c) {
+          return h("li", null, h("a", { href: campaignHref(c) }, c), " ", h("span", { class: "sub" }, counts.get(c) + " results"));
+        })));
+        return;
+      }
+      items = items.filter(function (x) { return x.run.campaign === name; });
+      if (!items.length) { body.appendChild(h("p", { class: "error-box" }, "No result of campaign " + name + " on this site.")); return; }
+      var subjects = distinct(items, function (x) { return x.row.subject || "?"; }).sort();
+      var platforms = distinct(items, function (x) { return x.row.platform || "?"; });
+      var label = new Map();
+      items.forEach(function (x) { label.set(x.row.platform || "?", x.row.platform_label || x.row.platform || "?"); });
+      platforms.sort(function (a, b) { return label.get(a) < label.get(b) ? -1 : 1; });
+      var failed = items.filter(function (x) { return x.run.status !== "ok"; }).length;
+      body.appendChild(h("p", { class: "note" }, items.length + " results, " + failed + " failed, on " + platforms.length + " platforms"));
+      var table = h("table", { class: "board", "data-campaign": name },
+        h("thead", null, h("tr", null, h("th", { scope: "col" }, "Solution"), platforms.map(function (p) { return h("th", { scope: "col" }, label.get(p)); }))),
+        h("tbody", null, subjects.map(function (sub) {
+          return h("tr", null, h("th", { scope: "row" }, sub), platforms.map(function (p) {
+            return h("td", { "data-platform": p }, campaignCell(items.filter(function (x) { return (x.row.subject || "?") === sub && (x.row.platform || "?") === p; })));
+          }));
+        })));
+      body.appendChild(h("div", { class: "table-wrap" }, table));
+    }, function () { clear(body); body.appendChild(h("p", { class: "error-box" }, "data/runs.js did not load.")); }));
   }
 
   function boot() {
@@ -1717,6 +1794,7 @@
       document.getElementById("summary").textContent = fmtInt(c.results) + " results \u00B7 " + fmtInt(c.rows) +
         " leaderboard rows \u00B7 newest " + fmtDate(data.generated);
     }
+    if (S.rows && S.rows.some(function (r) { return r.campaign; })) addCampaignNav();
     window.addEventListener("hashchange", render);
     render();
     hook.timings.rendered = performance.now();

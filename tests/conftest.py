@@ -77,4 +77,4 @@ except SystemExit as exc:
 with open(out, "w") as f:
     json.dump({"code": code, "modules": sorted(sys.modules)}, f)
 """
-HEAVY = ("numpy", "torch", "tensorflow", "onnxruntime")
+HEAVY = ("numpy", "torch", "tensorflow", "onnxruntime", "dask", "distributed")

@@ -612,7 +612,8 @@ def decoys(tmp_path_factory) -> Path:
     ["find"],
     ["find", "model", "--json"],
     ["show", "model:iris-logreg"],
-], ids=["help", "version", "find", "find-json", "show"])
+    ["campaign", "--help"],
+], ids=["help", "version", "find", "find-json", "show", "campaign-help"])
 def test_startup_imports_no_framework(argv, decoys, tmp_path, cr_home):
     out = tmp_path / "modules.json"
     done = subprocess.run(

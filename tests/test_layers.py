@@ -34,6 +34,7 @@ BELOW = {
     "cr.archive": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results"},
     "cr.dashboard": {"cr.store", "cr.platform", "cr.results"},
     "cr.run": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive"},
+    "cr.campaign": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive", "cr.run"},
 }
 
 

@@ -17,6 +17,20 @@ SHA = "0123456789abcdef" * 4
 SHA2 = "fedcba9876543210" * 4
 
 VALID = {
+    "campaign": {
+        "uid": "c0ffee0000000001",
+        "kind": "campaign",
+        "name": "digits-sweep",
+        "version": "1.0.0",
+        "solutions": ["solution:lenet-digits-onnxruntime", {"tags": ["digits", "-slow"]}],
+        "matrix": {"threads": [1, 2], "batch_size": [1, 8], "backend_options": [{}]},
+        "include": [{"threads": 4, "batch_size": 1}],
+        "exclude": [{"threads": 2, "batch_size": 8}],
+        "platforms": {"pi": {"requires": ["raspberry-pi-4"]}, "x86": {"marker": "platform_machine == 'x86_64'"}},
+        "repeat": 2,
+        "actions": ["benchmark"],
+        "params": {"benchmark": {"min_duration_s": 0}},
+    },
     "model": {
         "uid": "a3f4c2d18e6b7091",
         "kind": "model",

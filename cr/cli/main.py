@@ -110,6 +110,9 @@ def _register_commands() -> None:
         cli.add_command(command)
     software.env.add_command(resolve.exec_)
     software.env.add_command(resolve.shell)
+    from .campaign import campaign, scheduler, worker
+    for command in (campaign, scheduler, worker):
+        cli.add_command(command)
 
 
 _register_commands()

@@ -103,9 +103,16 @@ def results() -> None:
 @results.command("list")
 @_filters(with_limit=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the summary of each result).")
-def list_(as_json, **filters):
+@click.option("--campaign", metavar="NAME", help="Only the results of this campaign's runs (cr campaign run).")
+def list_(as_json, campaign=None, **filters):
     """List stored results, newest first."""
     rows = _store().list(**filters)
+    if campaign:
+        from ..campaign.coordinator import result_uids
+        from ..campaign.spec import load
+
+        wanted = set(result_uids(load(campaign)))
+        rows = [r for r in rows if r["uid"] in wanted]
     if as_json:
         output.emit_json(rows)
         return

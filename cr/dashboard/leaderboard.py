@@ -29,17 +29,17 @@ ROW_COLUMNS = (
     "precision", "platform", "platform_label", "arch", "scenario", "config",
     "top1", "top5", "outcome", "p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "validity",
     "bench_uid", "bench_status", "bench_loc", "validate_uid", "validate_status", "validate_loc",
-    "other_uid", "other_action", "runs", "latest", "tags", "reproduction", "error",
+    "other_uid", "other_action", "runs", "latest", "tags", "reproduction", "error", "campaign",
 )
 # Columns whose values are positions in "strings" (tags: a list of positions).
 INTERNED = (
     "subject", "kind", "name", "version", "task", "dataset", "backend", "backend_version", "variant", "precision",
     "platform", "platform_label", "arch", "scenario", "config", "outcome", "validity", "bench_status", "bench_loc",
-    "validate_status", "validate_loc", "other_action", "reproduction",
+    "validate_status", "validate_loc", "other_action", "reproduction", "campaign",
 )
 RUN_COLUMNS = ("uid", "loc", "key", "action", "status", "time", "scenario", "config", "p50_ns", "throughput", "top1",
-               "error")
-RUN_INTERNED = ("loc", "action", "status", "scenario", "config")
+               "error", "campaign", "worker")
+RUN_INTERNED = ("loc", "action", "status", "scenario", "config", "campaign", "worker")
 
 _KEY = (F["subject"], F["backend"], F["variant"], F["precision"], F["platform"])
 _key_of = itemgetter(*_KEY)
@@ -200,6 +200,7 @@ class _Strings(dict):
  _VALIDITY, _UID, _STATUS, _LOC, _TAGS, _REPRO, _ERROR) = (F[k] for k in (
     "kind", "name", "version", "backend_version", "arch", "scenario", "top1", "top5", "outcome", "p50_ns", "p99_ns",
     "throughput", "peak_rss", "energy_j", "validity", "uid", "status", "loc", "tags", "reproduction", "error"))
+_CAMPAIGN = F["campaign"]
 
 
 def _row(position: int, key: tuple, task: str, bench, validate, runs: int, latest: str, labels: dict,
@@ -223,5 +224,5 @@ def _row(position: int, key: tuple, task: str, bench, validate, runs: int, lates
         S[precision], S[platform], S[labels[platform]], S[some[_ARCH]], S[b[_SCENARIO]], S[(bench or some)[_CONFIG]],
         v[_TOP1], v[_TOP5], S[v[_OUTCOME]], b[_P50], b[_P99], b[_TP], b[_RSS], b[_ENERGY], S[b[_VALIDITY]],
         b[_UID], S[b[_STATUS]], S[b[_LOC]], v[_UID], S[v[_STATUS]], S[v[_LOC]], o[_UID], S[o[_ACTION]],
-        runs, latest, [S[t] for t in tags], S[b[_REPRO] or v[_REPRO]], error,
+        runs, latest, [S[t] for t in tags], S[b[_REPRO] or v[_REPRO]], error, S[b[_CAMPAIGN] or v[_CAMPAIGN]],
     ]

@@ -38,6 +38,7 @@ FIELDS = (
     "error", "tags", "reproduction", "loc",
     # added after "loc", so that the positions above stay those of summaries an older build kept
     "dataset", "config",
+    "campaign", "worker",  # the campaign run that made the record and the worker it ran on (cr campaign run)
 )
 F = {name: i for i, name in enumerate(FIELDS)}
 
@@ -423,6 +424,8 @@ def summarise(record: dict) -> list:
         "",  # loc: the detail file (bundle) holding the record, set by write_bundle
         dataset_label(record),
         config_label(record, scenario),
+        _str(_dict(record.get("campaign")).get("name"), 130),
+        _str(_dict(record.get("worker")).get("name"), 130),
     ]
 
 

@@ -44,6 +44,8 @@ def _skeleton(kind: str, name: str, version: str, tags: list[str], description: 
         meta["entry"] = f"cr_actions.{name.replace('-', '_').replace('.', '_')}:main"
         meta["parameters"] = {"type": "object", "properties": {}}
         meta["defaults"] = {}
+    if kind == "campaign":  # a campaign to fill in: cr campaign show NAME --jobs expands it
+        meta.update({"solutions": [], "matrix": {}, "platforms": {}, "repeat": 1})
     return meta
 
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from ..errors import InvalidRef
 
-KINDS = ("model", "dataset", "solution", "platform", "action", "software")
+KINDS = ("model", "dataset", "solution", "platform", "action", "software", "campaign")
 
 #: Names that Windows opens as a device, whatever the case and extension ('con', 'CON.txt'):
 #: a component, a repository or an archive member by that name cannot be a file there.

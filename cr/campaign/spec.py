@@ -1,0 +1,240 @@
+"""A campaign component -> its jobs: the deterministic expansion, each job with a content-hash id.
+
+    campaign = load("campaign:digits-sweep")
+    jobs = expand(campaign)          # [Job(id, solution, overrides, platform, target, repetition)]
+
+Expansion: for every solution (refs, or tag queries), every combination of the matrix
+(the Cartesian product of its keys in sorted key order, values in their given order),
+include entries added (unless already there), exclude entries removed, every platform
+target and every repetition. A job's id hashes what decides its result: the solution's
+uid and content sha256, the overrides, the platform target, the repetition, the actions
+and the campaign's params, so the same job is the same id on every machine and every run
+(a rerun skips it when its result is stored), and editing a solution makes new jobs.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import asdict, dataclass, field
+
+from ..errors import CRError, NotFound
+
+MATRIX_KEYS = ("backend", "variant", "threads", "batch_size", "scenario", "engine", "backend_options")
+# matrix keys that are parameters of the actions (the rest choose what runs: run_action's kw)
+PARAM_KEYS = ("threads", "batch_size", "scenario", "engine")
+ANY = "any"
+
+
+@dataclass
+class Campaign:
+    ref: str
+    name: str
+    uid: str
+    meta: dict
+    meta_path: str
+
+
+@dataclass
+class Job:
+    id: str
+    solution: str  # the exact ref, kind:name@version
+    solution_uid: str
+    solution_sha256: str
+    overrides: dict
+    platform: str  # the target's name
+    target: dict  # {"marker": ..., "requires": [...]}
+    repetition: int
+    actions: list | None  # None: every action the solution declares
+    params: dict = field(default_factory=dict)  # action -> params over the declared ones
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Job":
+        return cls(**data)
+
+    @property
+    def setting(self) -> str:
+        """The overrides in a few words: 'threads=2 batch_size=8' (or 'as declared')."""
+        parts = []
+        for key in MATRIX_KEYS:
+            if key in self.overrides:
+                value = self.overrides[key]
+                parts.append(f"{key}={json.dumps(value, sort_keys=True, separators=(',', ':')) if isinstance(value, dict) else value}")
+        return " ".join(parts) or "as declared"
+
+    @property
+    def uses_gpu(self) -> bool:
+        """A job whose target needs a GPU takes one of the worker's GPU slots (not its machine slot)."""
+        return bool({"gpu", "nvidia-gpu", "cuda"} & set(self.target.get("requires") or []))
+
+
+def load(ref: str) -> Campaign:
+    """The campaign component of ref (a name, campaign:NAME[@SPEC]); NotFound / CRError naming it."""
+    from ..store.catalog import show
+
+    ref = ref if ":" in ref else f"campaign:{ref}"
+    try:
+        info = show(ref, verify=False)
+    except NotFound:
+        _explain_invalid(ref)
+        raise
+    if info["kind"] != "campaign":
+        raise CRError(f"{info['ref']} is a {info['kind']}, not a campaign", hint="cr find campaign lists them")
+    return Campaign(info["ref"], info["name"], info["meta"]["uid"], info["meta"], info["meta_path"])
+
+
+def _explain_invalid(ref: str) -> None:
+    """InvalidMeta naming the file and the JSON pointer when ref is missing because its meta is invalid."""
+    from ..errors import InvalidMeta
+    from ..store.authoring import check
+
+    try:
+        report = check(ref)
+    except CRError:
+        return
+    if report.problems:
+        raise InvalidMeta(f"{ref} is not valid: {report.problems[0]}",
+                          hint="fix the campaign's meta (docs/campaigns.md lists its fields); cr check shows every problem")
+
+
+def _where(campaign: Campaign, pointer: str) -> str:
+    return f"{campaign.meta_path}: {pointer}"
+
+
+def solutions(campaign: Campaign) -> list[dict]:
+    """The campaign's solutions (show() infos), in the order given, each once."""
+    from ..store.catalog import find, show
+
+    found: dict[str, dict] = {}
+    for i, item in enumerate(campaign.meta.get("solutions") or []):
+        if isinstance(item, str):
+            ref = item if ":" in item else f"solution:{item}"
+            try:
+                info = show(ref, verify=False)
+            except NotFound as exc:
+                raise NotFound(f"{_where(campaign, f'/solutions/{i}')}: unknown solution {item!r}: {exc.message}",
+                               hint="cr find solution lists the solutions here; fix the campaign with cr campaign show NAME") from None
+            if info["kind"] != "solution":
+                raise CRError(f"{_where(campaign, f'/solutions/{i}')}: {info['ref']} is a {info['kind']}, not a solution",
+                              hint="list solutions only (cr find solution)")
+            found.setdefault(info["ref"], info)
+        else:
+            comps = find("solution", tags=item["tags"])
+            if not comps:
+                raise NotFound(f"{_where(campaign, f'/solutions/{i}')}: no solution has the tags {', '.join(item['tags'])}",
+                               hint="cr find solution --tags ... shows what a query matches")
+            for comp in comps:
+                info = show(comp.ref, verify=False)
+                found.setdefault(info["ref"], info)
+    return list(found.values())
+
+
+def _points(campaign: Campaign) -> list[dict]:
+    matrix = campaign.meta.get("matrix") or {}
+    keys = sorted(matrix, key=MATRIX_KEYS.index)
+    points = [dict(zip(keys, values)) for values in itertools.product(*(matrix[k] for k in keys))]
+    for entry in campaign.meta.get("include") or []:
+        point = {k: v for k, v in entry.items() if k in MATRIX_KEYS}
+        if point and point not in points:
+            points.append(point)
+    return points
+
+
+def _excluded(point: dict, solution: str, platform: str, rules: list[dict]) -> bool:
+    full = {**point, "solution": solution, "platform": platform}
+    for rule in rules:
+        if all(_same(full.get(k), v, k) for k, v in rule.items()):
+            return True
+    return False
+
+
+def _same(have, want, key: str) -> bool:
+    if key == "solution" and isinstance(have, str):  # solution:NAME@1.0.0 matches 'NAME' and 'solution:NAME'
+        name = have.split(":", 1)[-1].split("@", 1)[0]
+        return want in (have, name, f"solution:{name}", have.split("@", 1)[0])
+    return have == want
+
+
+def platforms(campaign: Campaign) -> dict[str, dict]:
+    return dict(campaign.meta.get("platforms") or {}) or {ANY: {}}
+
+
+def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
+    """CRError for an override the solution's backend does not have, naming its options."""
+    from ..runtime import registry
+    from ..runtime.backends.base import check_options
+
+    backend = point.get("backend") or sol["meta"].get("backend")
+    if not backend:
+        return
+    try:
+        entry = registry.find(backend)
+    except CRError as exc:
+        raise CRError(f"{_where(campaign, '/matrix/backend')}: {exc.message}", hint=exc.hint) from None
+    own = sol["meta"].get("backend_options") or {}
+    options = {**own, **(point.get("backend_options") or {})}  # what the run gets: cr.run.actions.prepare merges them
+    if options:
+        try:
+            check_options(registry.load_class(entry), options)
+        except CRError as exc:
+            where = "/matrix/backend_options" if point.get("backend_options") else "/matrix/backend"
+            whose = f" (solution {sol['ref']}" + (f" declares backend_options {sorted(own)}" if own else "") + ")"
+            raise CRError(f"{_where(campaign, where)}: {exc.message}{whose}", hint=exc.hint) from None
+
+
+def job_id(sol: dict, overrides: dict, platform: str, target: dict, repetition: int, actions, params: dict) -> str:
+    """16 hex digits of the sha256 of what decides the job's result (never a counter or a time)."""
+    from ..store.content import component_sha256
+
+    doc = {"solution": sol["meta"]["uid"], "sha256": component_sha256(sol["meta"]), "overrides": overrides,
+           "platform": platform, "target": target, "repetition": repetition, "actions": actions, "params": params}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def expand(campaign: Campaign) -> list[Job]:
+    """Every job of the campaign, in a deterministic order; CRError when there is none."""
+    from ..store.content import component_sha256
+
+    rules = campaign.meta.get("exclude") or []
+    targets = platforms(campaign)
+    repeat = int(campaign.meta.get("repeat") or 1)
+    actions = campaign.meta.get("actions")
+    params = campaign.meta.get("params") or {}
+    sols = solutions(campaign)
+    if not sols:
+        raise CRError(f"{_where(campaign, '/solutions')}: the campaign names no solution",
+                      hint='add "solutions": ["solution:NAME"] (cr find solution lists them)')
+    points = _points(campaign)
+    jobs: list[Job] = []
+    for sol in sols:
+        sha = component_sha256(sol["meta"])
+        for point in points:
+            check_overrides(campaign, sol, point)
+            for name, target in targets.items():
+                if _excluded(point, sol["ref"], name, rules):
+                    continue
+                target = {k: target[k] for k in ("marker", "requires") if target.get(k)}
+                for rep in range(repeat):
+                    jid = job_id(sol, point, name, target, rep, actions, params)
+                    jobs.append(Job(jid, sol["ref"], sol["meta"]["uid"], sha, dict(point), name, target, rep, actions, params))
+    if not jobs:
+        raise CRError(f"{_where(campaign, '/exclude')}: every combination is excluded: the campaign expands to no job",
+                      hint="remove or narrow an exclude entry (cr campaign show NAME --jobs shows the expansion)")
+    return jobs
+
+
+def run_kwargs(job: Job) -> tuple[dict, dict]:
+    """(overrides per action for run_declared, its backend/variant/backend_options kw) of a job."""
+    from ..store.catalog import show
+
+    kw = {k: job.overrides[k] for k in ("backend", "variant", "backend_options") if k in job.overrides}
+    given = {k: job.overrides[k] for k in PARAM_KEYS if k in job.overrides}
+    overrides = {}
+    for action in ("benchmark", "validate", "run"):
+        props = (show(f"action:{action}", verify=False)["meta"].get("parameters") or {}).get("properties") or {}
+        overrides[action] = {**(job.params.get(action) or {}), **{k: v for k, v in given.items() if k in props}}
+    return overrides, kw

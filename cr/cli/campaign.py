@@ -1,0 +1,266 @@
+"""cr campaign new|show|run|status, cr scheduler, cr worker: campaigns over this machine or a Dask cluster."""
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from . import output
+
+
+def _tls_options(f):
+    for opt in reversed([
+        click.option("--tls-ca-file", type=click.Path(dir_okay=False), help="TLS: the CA certificate (PEM) both sides trust."),
+        click.option("--tls-cert", type=click.Path(dir_okay=False), help="TLS: this side's certificate (PEM)."),
+        click.option("--tls-key", type=click.Path(dir_okay=False), help="TLS: this side's private key (PEM)."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _security(ca, cert, key):
+    from ..campaign.cluster import security
+
+    return security(ca, cert, key)
+
+
+@click.group()
+def campaign() -> None:
+    """Campaigns: solutions x a matrix of settings x platforms (docs/campaigns.md)."""
+
+
+@campaign.command("new")
+@click.argument("name")
+@click.option("--solution", "solutions", multiple=True, metavar="REF", help="A solution to sweep (repeatable).")
+@click.option("--version", default="0.1.0", show_default=True, help="PEP 440 version.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def new(name, solutions, version, as_json):
+    """Create campaign NAME in your local repo (the same as cr new campaign NAME, with --solution)."""
+    from ..store.authoring import new as create
+
+    fields = {"solutions": list(solutions)} if solutions else None
+    comp = create("campaign", name, version=version, fields=fields)
+    if as_json:
+        output.emit_json(comp.to_dict())
+    else:
+        click.echo(f"created {comp.ref}: {comp.meta_path}")
+        click.echo("edit its solutions, matrix and platforms, then: cr campaign show " + name + " --jobs", err=True)
+
+
+def _job_rows(jobs) -> list[list]:
+    return [[j.id, j.solution, j.platform, j.setting, j.repetition] for j in jobs]
+
+
+@campaign.command()
+@click.argument("name")
+@click.option("--jobs", "with_jobs", is_flag=True, help="List the expanded jobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show(name, with_jobs, as_json):
+    """Show campaign NAME: its meta and (with --jobs) the job table it expands to."""
+    from ..campaign import spec
+
+    c = spec.load(name)
+    jobs = spec.expand(c)
+    if as_json:
+        data = {"ref": c.ref, "uid": c.uid, "meta_path": c.meta_path, "meta": c.meta, "jobs": len(jobs)}
+        if with_jobs:
+            data["jobs"] = [j.to_dict() for j in jobs]
+        output.emit_json(data)
+        return
+    click.echo(f"{c.ref}  uid {c.uid}  {c.meta_path}")
+    sols = sorted({j.solution for j in jobs})
+    click.echo(f"{len(jobs)} job(s): {len(sols)} solution(s) x {len({j.setting for j in jobs})} setting(s) x "
+               f"{len({j.platform for j in jobs})} platform target(s) x {c.meta.get('repeat') or 1} repetition(s)")
+    if with_jobs:
+        output.table(["JOB", "SOLUTION", "PLATFORM", "SETTING", "REP"], _job_rows(jobs))
+
+
+def _ms(ns) -> str:
+    return "" if ns is None else f"{ns / 1e6:.4f} ms"
+
+
+def _summary(rows: list[dict], title: str) -> None:
+    table = [[r["solution"].split(":", 1)[-1], r["platform"], r["setting"] + (f" #{r['repetition']}" if r["repetition"] else ""),
+              r["state"] + (" (earlier)" if r.get("earlier") else ""), r.get("worker") or "", _ms(r.get("p50_ns")),
+              "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}/s",
+              "" if r.get("top1") is None else f"{r['top1']:.4f}", ", ".join(r.get("results") or [])[:35],
+              (r.get("error") or r.get("reason") or "")[:200]] for r in rows]
+    output.table(["SOLUTION", "PLATFORM", "SETTING", "STATUS", "WORKER", "P50", "THROUGHPUT", "TOP1", "RESULTS", "WHY"],
+                 table, title=title, empty="no job")
+
+
+class _Progress:
+    """The live progress line on a terminal (rewritten in place), else one line per job."""
+
+    def __init__(self, run_ref, quiet: bool):
+        self.tty = sys.stderr.isatty()
+        self.quiet = quiet
+        self.run = run_ref
+        self._at = 0.0
+
+    def __call__(self, kind, job, info) -> None:
+        if self.quiet or self.run.get("run") is None:
+            return
+        line = self.run["run"].progress.line()
+        if kind in ("done", "failed", "unplaceable", "skipped", "retry") and not self.tty:
+            what = info.get("reason") or (info.get("error") or {}).get("message") if isinstance(info.get("error"), dict) else info.get("reason") or info.get("error")
+            click.echo(f"{kind}: {job.solution.split(':', 1)[-1]} on {job.platform} [{job.setting}]"
+                       + (f" ({info.get('worker')})" if info.get("worker") else "") + (f": {what}" if what else "") + f"  | {line}", err=True)
+        elif self.tty and (time.monotonic() - self._at > 0.1 or kind != "started"):
+            self._at = time.monotonic()
+            click.echo("\r" + line + "\x1b[K", err=True, nl=False)
+            from ..events import reporter
+
+            rep = reporter()
+            if hasattr(rep, "_progress_task"):  # the CLI's reporter ends this line before it prints a message
+                rep._progress_task = "campaign"
+
+    def end(self) -> None:
+        if self.tty and not self.quiet:
+            click.echo("", err=True)
+
+
+@campaign.command()
+@click.argument("name")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local: one job at a time on this machine; dask: on the workers of --scheduler.")
+@click.option("--scheduler", "scheduler", metavar="ADDR", help="The Dask scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
+@click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
+@click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
+@click.option("--retries", type=click.IntRange(0, 100), default=2, show_default=True, help="dask: runs of a job again after its worker left mid-job.")
+@click.option("--wait-for-workers", type=click.IntRange(0), default=0, help="dask: wait until this many cr workers joined.")
+@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True, help="dask: seconds to wait for --wait-for-workers.")
+@click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="dask: seconds to wait for the scheduler to answer.")
+@_tls_options
+@click.option("--json", "as_json", is_flag=True, help="Print the per-job summary as JSON.")
+@click.pass_context
+def run(ctx, name, executor, scheduler, dry_run, rerun, retries, wait_for_workers, timeout_s, connect_timeout,
+        tls_ca_file, tls_cert, tls_key, as_json):
+    """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any job failed."""
+    from ..campaign import spec
+    from ..campaign.coordinator import Run
+    from ..errors import CRError
+
+    if scheduler:
+        executor = "dask"
+    if executor == "dask" and not scheduler:
+        raise CRError("--executor dask needs --scheduler ADDR", hint="start one with cr scheduler; it prints its address")
+    sec = _security(tls_ca_file, tls_cert, tls_key) if executor == "dask" else None
+    c = spec.load(name)
+    jobs = spec.expand(c)
+    holder: dict = {"run": None}
+    quiet = (ctx.find_root().params or {}).get("quiet") or as_json
+    progress = _Progress(holder, quiet)
+    the_run = Run(c, jobs, rerun=rerun, listener=progress)
+    holder["run"] = the_run
+    if dry_run:
+        the_run.close()
+        rows = [{**j.to_dict(), "setting": j.setting, "state": "done (earlier)" if j not in the_run.todo else "to run"} for j in jobs]
+        if as_json:
+            output.emit_json(rows)
+        else:
+            output.table(["JOB", "SOLUTION", "PLATFORM", "SETTING", "REP", "STATE"],
+                         [[r["id"], r["solution"], r["platform"], r["setting"], r["repetition"], r["state"]] for r in rows])
+            click.echo(f"{len(the_run.todo)} of {len(jobs)} job(s) would run", err=True)
+        return
+    if not quiet:
+        click.echo(f"{c.ref}: {len(the_run.todo)} job(s) to run, {the_run.progress.already} already done"
+                   + (f" (on {scheduler})" if executor == "dask" else " (on this machine)"), err=True)
+    from ..api import run_campaign
+
+    try:
+        run_campaign(name, executor, scheduler, retries=retries, wait_for_workers=wait_for_workers, timeout=timeout_s,
+                     connect_timeout=connect_timeout, security=sec, prepared=the_run)
+    except KeyboardInterrupt:
+        progress.end()
+        click.echo(f"Interrupted: {the_run.progress.line()}; cr campaign run {name} resumes.", err=True)
+        raise SystemExit(130)
+    progress.end()
+    rows = the_run.summary()
+    if as_json:
+        output.emit_json(rows)
+    else:
+        _summary(rows, f"{c.ref}: {the_run.progress.line()}")
+    if the_run.failed_any():
+        bad = [r for r in rows if r["state"] in ("failed", "unplaceable")]
+        first = bad[0]
+        raise CRError(f"{len(bad)} job(s) of {c.ref} did not succeed; first: {first['solution']} on {first['platform']}: "
+                      f"{first['state']}: {first.get('error') or first.get('reason')}",
+                      hint=f"cr campaign status {name} shows every job; fix and run again (finished jobs are skipped)")
+
+
+@campaign.command()
+@click.argument("name")
+@click.option("--watch", is_flag=True, help="Show it again every 2 s until every job is final (Ctrl-C stops).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(name, watch, as_json):
+    """Per job: platform, state, attempts, worker, result uids or the error."""
+    from ..api import campaign_status
+
+    while True:
+        rows = campaign_status(name)
+        if as_json:
+            output.emit_json(rows)
+        else:
+            output.table(["JOB", "SOLUTION", "PLATFORM", "SETTING", "STATE", "ATTEMPTS", "WORKER", "RESULTS / WHY"],
+                         [[r["job"], r["solution"].split(":", 1)[-1], r["platform"], r["setting"], r["state"], r["attempts"],
+                           r["worker"] or "", ", ".join(r["results"]) or r["error"] or r["reason"] or ""] for r in rows],
+                         title=f"campaign {name}")
+        if not watch or all(r["state"] in ("done", "failed", "unplaceable", "skipped") for r in rows):
+            return
+        time.sleep(2)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (0.0.0.0: every one).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8786, show_default=True, help="Port (0: any free one).")
+@_tls_options
+def scheduler(host, port, tls_ca_file, tls_cert, tls_key):
+    """Start a Dask scheduler for campaigns (prints its address; Ctrl-C stops it)."""
+    from ..campaign.cluster import serve_scheduler
+
+    sec = _security(tls_ca_file, tls_cert, tls_key)
+
+    def ready(addr):
+        click.echo(f"scheduler at {addr}", err=False)
+        sys.stdout.flush()
+
+    try:
+        serve_scheduler(host, port, sec, on_ready=ready)
+    except KeyboardInterrupt:
+        click.echo("scheduler stopped", err=True)
+
+
+@click.command()
+@click.option("--scheduler", "scheduler_addr", required=True, metavar="ADDR", help="The scheduler's address (cr scheduler prints it).")
+@click.option("--name", help="This worker's name (default: the host name).")
+@click.option("--cr-home", type=click.Path(file_okay=False), help="The CR_HOME jobs run in (default: CR_HOME).")
+@click.option("--platform-root", type=click.Path(file_okay=False), help="Advertise the machine captured in this directory (cr platform --capture).")
+@click.option("--trust", is_flag=True, help="Let archives' install scripts and probes run without asking (only for a coordinator you trust).")
+@_tls_options
+def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls_cert, tls_key):
+    """Start a Dask worker that runs campaign jobs and advertises its platform as resources."""
+    import os
+    import socket
+
+    if cr_home:
+        os.environ["CR_HOME"] = os.path.abspath(cr_home)
+    from ..campaign.cluster import address, serve_worker
+    from ..platform import current, detect
+
+    sec = _security(tls_ca_file, tls_cert, tls_key)
+    addr = address(scheduler_addr, sec)
+    plat = detect(root=platform_root) if platform_root else current()
+    name = name or socket.gethostname()
+
+    def ready(where, res):
+        labels = ", ".join(f"{k}={int(v)}" for k, v in res.items() if k in ("benchmark", "gpu"))
+        caps = ", ".join(k for k in res if k not in ("benchmark", "gpu"))
+        click.echo(f"worker {name} at {where} joined {addr}: {labels}; capabilities {caps}")
+        sys.stdout.flush()
+
+    try:
+        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust)
+    except KeyboardInterrupt:
+        click.echo("worker stopped", err=True)
