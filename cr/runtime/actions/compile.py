@@ -12,6 +12,8 @@ Conversions (``plan`` says which one a source format, target and precision make)
     torchscript, torch-exported, torch-state-dict -> onnx   torch.onnx.export, batch axis dynamic
     onnx -> onnx        fp32: onnxruntime graph optimisation; int8: onnxruntime.quantization
     keras, savedmodel -> tflite   TFLiteConverter, fp32 or int8 (float input and output)
+    tf-frozen-graph -> tflite     the meta's inputs -> outputs cut of the GraphDef (a backbone),
+                                  at the meta's fixed input shape (batch 1 when it gives none)
     onnx -> trt-plan    cr.runtime.backends.tensorrt.build_plan (an NVIDIA GPU and TensorRT)
 Every conversion is checked against its source: the output runs on sample batches
 (dataset samples when the job has them, else seeded synthetic inputs) next to the source.
@@ -39,13 +41,13 @@ import sys
 from ...errors import CRError
 
 TORCH = ("torchscript", "torch-exported", "torch-state-dict")
-READS = {"onnx": ("onnx", *TORCH), "tflite": ("keras", "savedmodel"), "trt-plan": ("onnx",)}
+READS = {"onnx": ("onnx", *TORCH), "tflite": ("keras", "savedmodel", "tf-frozen-graph"), "trt-plan": ("onnx",)}
 # Software the conversions (or a backend's fallback) import besides the backends' own frameworks:
 # a compiled model does not inherit these deps from its source.
 TOOLS = ("onnx", "onnxscript", "tensorflow", "keras", "tflite-runtime")
 EXTENSIONS = {"onnx": "onnx", "tflite": "tflite", "trt-plan": "plan"}
 SUPPORTED = ("torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx (optimised, or int8 dynamic/static), "
-             "trt-plan; keras, savedmodel -> tflite (fp32, or int8 static/dynamic)")
+             "trt-plan; keras, savedmodel, tf-frozen-graph -> tflite (fp32, or int8 static/dynamic)")
 
 # -O options of each step: name -> (default, description). COMMON ones apply to every conversion,
 # INT8 ones to every int8 output (onnx quantisation, tflite int8).
@@ -635,6 +637,7 @@ class _Work:
 
         self.tools["tensorflow"] = tf.__version__
         fmt = self.meta.get("format")
+        fixed = None  # a frozen graph converts at a fixed batch
         if fmt == "keras":
             import keras
 
@@ -647,6 +650,8 @@ class _Work:
             def reference(batch):
                 out = model([batch[s["name"]] for s in in_specs] if len(in_specs) > 1 else batch[in_specs[0]["name"]], training=False)
                 return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else out.values() if isinstance(out, dict) else [out])]
+        elif fmt == "tf-frozen-graph":
+            converter, in_specs, reference, fixed = self._frozen_graph_converter(tf, source)
         else:
             folder = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
             converter = tf.lite.TFLiteConverter.from_saved_model(folder)
@@ -685,7 +690,7 @@ class _Work:
         out = os.path.join(self.out_dir, "converted.tflite")
         with open(out, "wb") as f:
             f.write(converter.convert())
-        batches = self.check_batches(in_specs) if precision == "int8" else [self.check_batch(in_specs, 3)]
+        batches = self.check_batches(in_specs, fixed) if precision == "int8" else [self.check_batch(in_specs, fixed or 3)]
         want = _concat([reference(b) for b in batches])
         got = _concat([self._run_tflite(out, [b[s["name"]] for s in in_specs]) for b in batches])
         worst = _max_diff(want, got)
@@ -704,6 +709,31 @@ class _Work:
         else:
             self.judge_atol("tflite", check, "the tflite model", "raise -O atol")
         return out
+
+    def _frozen_graph_converter(self, tf, source: str):
+        """(converter, input specs, reference(batch) -> outputs, fixed batch) for the meta's cut of
+        a frozen GraphDef. The v1 converter reads the GraphDef itself (no session is made); the
+        reference runs the same cut through cr.runtime.backends.tf_graph."""
+        from ..backends.tf_graph import load_frozen_graph, tensor_name
+
+        call, specs, _outs, _feed = load_frozen_graph(tf, source, self.meta)
+        declared = self.meta.get("inputs") or []
+        shapes = {}
+        for spec, meta_spec in zip(specs, declared):
+            shape = meta_spec.get("shape") or spec.get("shape")
+            if not shape or any(_dim(d) is None for d in shape[1:]):
+                raise CRError(f"{self.ref}: input {spec['name']!r} needs a fixed shape for the TFLite converter (found {shape})",
+                              hint="give the input's full shape in the model meta, e.g. [1, 300, 300, 3]")
+            shapes[tensor_name(spec["name"]).split(":")[0]] = [_dim(shape[0]) or 1, *shape[1:]]
+        fixed = next(iter(shapes.values()))[0]
+        outputs = [tensor_name(o["name"]).split(":")[0] for o in self.meta.get("outputs") or []]
+        converter = tf.compat.v1.lite.TFLiteConverter.from_frozen_graph(source, list(shapes), outputs, shapes)
+        in_specs = [{"name": s["name"], "shape": [None, *shapes[n][1:]], "dtype": s["dtype"]} for s, n in zip(specs, shapes)]
+
+        def reference(batch):
+            return [o.numpy() for o in call(batch)]
+
+        return converter, in_specs, reference, fixed
 
     def _interpreter(self, path: str):
         try:

@@ -78,11 +78,23 @@ def _labels(meta: dict, dataset) -> dict:
     return out
 
 
-def _detections(rows) -> list[dict]:
+def _detections(rows, min_score: float | None = None) -> list[dict]:
+    """Post-processed rows [ymin, xmin, ymax, xmax, score(, class)] -> dicts (class when given),
+    those below min_score left out."""
     import numpy as np
 
-    dets = np.asarray(rows).reshape(-1, 5) if len(rows) else np.zeros((0, 5))
-    return [{"box": [float(v) for v in d[:4]], "score": float(d[4])} for d in dets]
+    rows = np.asarray(rows)
+    width = rows.shape[-1] if rows.ndim == 2 and rows.shape[-1] in (5, 6) else 5
+    dets = rows.reshape(-1, width) if rows.size else np.zeros((0, width))
+    out = []
+    for d in dets:
+        if min_score is not None and float(d[4]) < min_score:
+            continue
+        entry = {"box": [float(v) for v in d[:4]], "score": float(d[4])}
+        if width == 6:
+            entry["class"] = int(d[5])
+        out.append(entry)
+    return out
 
 
 def run(job: dict) -> dict:
