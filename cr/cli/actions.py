@@ -9,6 +9,8 @@ from .options import BackendOption, backend_options
 
 def _diff(pair: dict) -> str:
     """A parity pair's max abs difference, or why there is none."""
+    if pair.get("kind") == "detections":  # cr.runtime.detection_parity
+        return f"scores {pair['max_score_diff']:.3g}, IoU >= {pair['min_iou']:.4f}, {pair['unmatched']} unmatched"
     if pair.get("max_abs_diff") is None:
         return f"output shapes differ (samples {', '.join(map(str, pair.get('shape_mismatch') or []))})"
     return f"{pair['max_abs_diff']:.3g}"
@@ -319,7 +321,8 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
     v = record.get("validation") or {}
 
     def table():
-        rows = [[k, f"{v[k]:.4f}" if isinstance(v[k], float) else v[k]] for k in ("samples", "top1", "top5", "objects", "detections", "recall", "precision", "mean_iou") if k in v]
+        rows = [[k, f"{v[k]:.4f}" if isinstance(v[k], float) else v[k]] for k in ("samples", "top1", "top5", "objects", "detections", "recall", "precision", "mean_iou",
+                                                                                    "ap", "ap50", "ap75", "coco_recall") if k in v]
         for c in v.get("checks") or []:
             if c["expected"] is not None:
                 rows.append([f"expected {c['metric']}", f"{c['expected']:.4f} +- {c['allowed']:.4f}: {'ok' if c['ok'] else 'OUT OF TOLERANCE'}"])
