@@ -321,6 +321,8 @@ def compile_requirements(source_format: str | None, to: str) -> tuple[str, ...]:
         needs.append("software:onnx")
         if source_format in conversions.TORCH:
             needs.append("software:onnxscript")
+        if source_format == "tf-frozen-graph":
+            needs.append("software:tf2onnx")
     return tuple(dict.fromkeys(needs))
 
 
