@@ -419,7 +419,7 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
 
 
 # expected metrics measured as a share (0..1): an int8 output's tolerance on them widens by the margin
-FRACTION_METRICS = ("top1", "top5", "recall", "precision", "mean_iou")
+FRACTION_METRICS = ("top1", "top5", "recall", "precision", "mean_iou", "ap", "ap50", "ap75", "coco_recall")
 
 
 def carried_expected(expected: dict, margin: float) -> dict:
