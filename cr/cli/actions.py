@@ -228,6 +228,10 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 @click.option("--batch-size", type=int, help="Samples per model call.")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+@click.option("--stream", metavar="SRC", help="Run every frame of a video file, a folder of frames or a camera index (0); shows the FPS.")
+@click.option("--annotate", metavar="DIR", type=click.Path(file_okay=False), help="--stream: write each frame with its detections drawn into DIR.")
+@click.option("--max-frames", type=click.IntRange(min=1), help="--stream: stop after this many frames (camera default 100).")
+@click.option("--score-threshold", type=click.FloatRange(0, 1), help="--stream, detection: show detections scoring at least this (default 0.5).")
 def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, inputs, **params):
     """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].
 
@@ -239,6 +243,9 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 
     if inputs:
         params["inputs"] = [str(p) for p in inputs]
+    from .stream import stream_params
+
+    params = stream_params(params, bool(inputs))
     ref = parse_ref_words(ref)
     common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
     if ref.kind == "solution":
@@ -257,6 +264,10 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
         record = _one(record)
 
     def table():
+        if record.get("stream"):
+            from .stream import stream_table
+
+            return stream_table(record)
         rows = []
         for p in record.get("predictions") or []:
             if "detections" in p:

@@ -97,10 +97,55 @@ def _detections(rows, min_score: float | None = None) -> list[dict]:
     return out
 
 
+def _stream(opened, params: dict) -> tuple[list, dict]:
+    """cr run --stream: every frame through the pipeline (cr.runtime.stream)."""
+    import time
+
+    import numpy as np
+
+    from ..stream import run_stream
+
+    specs = opened.backend.inputs()
+    fixed = fixed_batch(opened.input_specs())
+    pre, post = preprocess(opened.meta), postprocess(opened.meta)
+    names = _labels(opened.meta, None)
+    task, k = opened.meta.get("task"), int(params.get("top_k") or 5)
+    threshold = params.get("score_threshold", 0.5)
+    prepare = getattr(opened.backend, "prepare", None)
+
+    def predict(image):
+        batch = {opened.input_name(): pre.batch([image] * (fixed or 1))}
+        check_inputs(specs, batch)
+        if callable(prepare):
+            prepare(batch)
+        started = time.perf_counter()
+        raw = [np.asarray(o) for o in as_list(opened.backend.run(batch))]
+        seconds = time.perf_counter() - started
+        row = _row(post.apply_outputs(raw)[0], 0)
+        if task == "detection":
+            dets = _detections(row, None if threshold is None else float(threshold))
+            for d in dets:
+                if "class" in d and names.get(str(d["class"])):
+                    d["label"] = names[str(d["class"])]
+            return {"detections": dets}, seconds
+        return {"top": _classes(row, k, names)}, seconds
+
+    return run_stream(params["stream"], predict, params.get("annotate"), params.get("max_frames"))
+
+
 def run(job: dict) -> dict:
-    """cr run: predictions for dataset samples (--limit) or --input files."""
+    """cr run: predictions for dataset samples (--limit), --input files, or a --stream."""
     params = job.get("params") or {}
     opened = open_backend(job)
+    if params.get("stream"):
+        try:
+            predictions, summary = _stream(opened, params)
+            info = opened.info()
+        finally:
+            opened.backend.close()
+        return {"predictions": predictions, "stream": summary, "backend_info": info, "model_file": opened.model_file(),
+                "pipeline": opened.pipeline(), "inputs": {"provider": "stream", "source": summary["source"],
+                                                          "samples": summary["frames"]}}
     try:
         dataset = None
         if params.get("inputs"):
