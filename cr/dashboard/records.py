@@ -38,6 +38,8 @@ FIELDS = (
     "error", "tags", "reproduction", "loc",
     # added after "loc", so that the positions above stay those of summaries an older build kept
     "dataset", "config",
+    # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
+    "ap", "ap50",
 )
 F = {name: i for i, name in enumerate(FIELDS)}
 
@@ -422,6 +424,8 @@ def summarise(record: dict) -> list:
         "",  # loc: the detail file (bundle) holding the record, set by write_bundle
         dataset_label(record),
         config_label(record, scenario),
+        _num(validation.get("ap")),
+        _num(validation.get("ap50")),
     ]
 
 
