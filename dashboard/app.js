@@ -425,6 +425,7 @@
     { id: "latest", label: "Latest", desc: true, fmt: fmtDate },
     { id: "status", label: "Status", sortValue: function (r) { return r.error ? 0 : 1; }, cell: statusCell }
   ];
+  addDetectionColumns(COLUMNS);
   var COLUMN_BY_ID = {};
   COLUMNS.forEach(function (c) { COLUMN_BY_ID[c.id] = c; });
 
@@ -534,6 +535,25 @@
     refresh();
   }
 
+  // ---------------------------------------------------------------- detection (COCO AP)
+  // Detection validations carry COCO AP@[.5:.95] and AP50 (pycocotools, cr.runtime.coco_eval):
+  // two leaderboard columns, shown when some row has them, and a Pareto plot of p50 latency
+  // against AP50 (one frontier per task, dataset and platform, like the top-1 plots).
+  function addDetectionColumns(columns) {
+    var at = columns.findIndex(function (c) { return c.id === "top1"; }) + 1;
+    columns.splice(at, 0,
+      { id: "ap", label: "AP", num: true, desc: true, fmt: fmtPct, optional: true,
+        title: "detection: COCO AP averaged over IoU 0.50:0.95 (pycocotools)" },
+      { id: "ap50", label: "AP50", num: true, desc: true, fmt: fmtPct, optional: true,
+        title: "detection: COCO AP at IoU 0.5" });
+  }
+  function addDetectionPlots(measures, plots) {
+    measures.ap50 = { title: "AP50 (%, detection)", better: 1, log: false, percent: true, what: "an AP50", word: "more accurate",
+                      get: function (r) { return isNum(r.ap50) && isNum(r.ap50 * 100) ? r.ap50 * 100 : null; } };
+    var at = plots.findIndex(function (p) { return p[0] === "throughput"; }) + 1;
+    plots.splice(at, 0, ["latency-ap50", "p50 latency vs AP50 (detection)", "p50", "ap50"]);
+  }
+
   // ---------------------------------------------------------------- Pareto plot
   function colourMap(values, palette) {
     var m = new Map();
@@ -568,8 +588,9 @@
     ["latency-throughput", "p50 latency vs throughput (every benchmark)", "p50", "throughput"],
     ["latency-memory", "p50 latency vs peak memory (every benchmark)", "p50", "memory"]
   ];
+  addDetectionPlots(MEASURES, PLOTS);
   var PLOT_BY_ID = {};
-  PLOTS.forEach(function (p) { PLOT_BY_ID[p[0]] = { id: p[0], label: p[1], x: MEASURES[p[2]], y: MEASURES[p[3]], accuracy: p[3] === "top1" }; });
+  PLOTS.forEach(function (p) { PLOT_BY_ID[p[0]] = { id: p[0], label: p[1], x: MEASURES[p[2]], y: MEASURES[p[3]], accuracy: p[3] === "top1" || p[3] === "ap50" }; });
 
   // Frontier of points best in y for x at least as good, as a staircase that runs on to the
   // edge of the group's points: with more latency to spare (less throughput needed) the best

@@ -22,8 +22,8 @@ np = pytest.importorskip("numpy")
 # not cr/cli/main.py registers it yet (adding it again is a no-op once it does).
 SHIM = ("import sys\nfrom cr.cli.main import cli, main\nfrom cr.cli.compile import compile_\n"
         "cli.add_command(compile_)\nmain(sys.argv[1:])\n")
-SUPPORTED = ("supported: torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx (optimised, or int8 "
-             "dynamic/static), trt-plan; keras, savedmodel -> tflite (fp32, or int8 static/dynamic)")
+SUPPORTED = ("supported: torchscript, torch-exported, torch-state-dict, tf-frozen-graph -> onnx; onnx -> onnx (optimised, "
+             "or int8 dynamic/static), trt-plan; keras, savedmodel, tf-frozen-graph -> tflite (fp32, or int8 static/dynamic)")
 NET = '''
 from torch import nn
 

@@ -9,6 +9,8 @@ from .options import BackendOption, backend_options
 
 def _diff(pair: dict) -> str:
     """A parity pair's max abs difference, or why there is none."""
+    if pair.get("kind") == "detections":  # cr.runtime.detection_parity
+        return f"scores {pair['max_score_diff']:.3g}, IoU >= {pair['min_iou']:.4f}, {pair['unmatched']} unmatched"
     if pair.get("max_abs_diff") is None:
         return f"output shapes differ (samples {', '.join(map(str, pair.get('shape_mismatch') or []))})"
     return f"{pair['max_abs_diff']:.3g}"
@@ -238,6 +240,10 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 @click.option("--batch-size", type=int, help="Samples per model call.")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+@click.option("--stream", metavar="SRC", help="Run every frame of a video file, a folder of frames or a camera index (0); shows the FPS.")
+@click.option("--annotate", metavar="DIR", type=click.Path(file_okay=False), help="--stream: write each frame with its detections drawn into DIR.")
+@click.option("--max-frames", type=click.IntRange(min=1), help="--stream: stop after this many frames (camera default 100).")
+@click.option("--score-threshold", type=click.FloatRange(0, 1), help="--stream, detection: show detections scoring at least this (default 0.5).")
 def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, inputs, **params):
     """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].
 
@@ -249,6 +255,9 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 
     if inputs:
         params["inputs"] = [str(p) for p in inputs]
+    from .stream import stream_params
+
+    params = stream_params(params, bool(inputs))
     ref = parse_ref_words(ref)
     common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
     if ref.kind == "solution":
@@ -267,6 +276,10 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
         record = _one(record)
 
     def table():
+        if record.get("stream"):
+            from .stream import stream_table
+
+            return stream_table(record)
         rows = []
         for p in record.get("predictions") or []:
             if "detections" in p:
@@ -331,7 +344,8 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
     v = record.get("validation") or {}
 
     def table():
-        rows = [[k, f"{v[k]:.4f}" if isinstance(v[k], float) else v[k]] for k in ("samples", "top1", "top5", "objects", "detections", "recall", "precision", "mean_iou") if k in v]
+        rows = [[k, f"{v[k]:.4f}" if isinstance(v[k], float) else v[k]] for k in ("samples", "top1", "top5", "objects", "detections", "recall", "precision", "mean_iou",
+                                                                                    "ap", "ap50", "ap75", "coco_recall") if k in v]
         for c in v.get("checks") or []:
             if c["expected"] is not None:
                 rows.append([f"expected {c['metric']}", f"{c['expected']:.4f} +- {c['allowed']:.4f}: {'ok' if c['ok'] else 'OUT OF TOLERANCE'}"])

@@ -15,7 +15,7 @@ def solution_rows(records: list[dict]) -> list[list]:
     for r in records:
         m, v = r.get("metrics") or {}, r.get("validation") or {}
         lat, thr = m.get("latency_ns") or {}, m.get("throughput") or {}
-        accuracy = next((f"{k} {v[k]:.4f}" for k in ("top1", "recall") if isinstance(v.get(k), (int, float))), "")
+        accuracy = next((f"{k} {v[k]:.4f}" for k in ("top1", "ap", "recall") if isinstance(v.get(k), (int, float))), "")
         pipe = r.get("pipeline") or {}
         # the variant with its precision (an fp32 and an int8 ONNX are both "onnx" otherwise)
         variant = pipe.get("variant") or ""

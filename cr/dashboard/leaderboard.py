@@ -30,6 +30,7 @@ ROW_COLUMNS = (
     "top1", "top5", "outcome", "p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "validity",
     "bench_uid", "bench_status", "bench_loc", "validate_uid", "validate_status", "validate_loc",
     "other_uid", "other_action", "runs", "latest", "tags", "reproduction", "error", "campaign",
+    "ap", "ap50",  # detection: COCO AP@[.5:.95] and AP50 of the row's validate
 )
 # Columns whose values are positions in "strings" (tags: a list of positions).
 INTERNED = (
@@ -46,7 +47,8 @@ _key_of = itemgetter(*_KEY)
 _newest = itemgetter(F["time"], F["uid"])
 _N = len(FIELDS)
 # what a missing benchmark or validate contributes to a row: blank strings, no numbers, no tags
-_EMPTY = ["" if name not in ("p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "top1", "top5", "tags") else None
+_EMPTY = ["" if name not in ("p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "top1", "top5", "tags", "ap", "ap50")
+          else None
           for name in F]
 _EMPTY[F["tags"]] = []
 
@@ -203,6 +205,9 @@ class _Strings(dict):
 _CAMPAIGN = F["campaign"]
 
 
+_AP, _AP50 = F["ap"], F["ap50"]
+
+
 def _row(position: int, key: tuple, task: str, bench, validate, runs: int, latest: str, labels: dict,
          S: _Strings, other=None) -> list:
     subject, backend, variant, precision, platform = key
@@ -225,4 +230,5 @@ def _row(position: int, key: tuple, task: str, bench, validate, runs: int, lates
         v[_TOP1], v[_TOP5], S[v[_OUTCOME]], b[_P50], b[_P99], b[_TP], b[_RSS], b[_ENERGY], S[b[_VALIDITY]],
         b[_UID], S[b[_STATUS]], S[b[_LOC]], v[_UID], S[v[_STATUS]], S[v[_LOC]], o[_UID], S[o[_ACTION]],
         runs, latest, [S[t] for t in tags], S[b[_REPRO] or v[_REPRO]], error, S[b[_CAMPAIGN] or v[_CAMPAIGN]],
+        v[_AP], v[_AP50],
     ]

@@ -39,6 +39,8 @@ FIELDS = (
     # added after "loc", so that the positions above stay those of summaries an older build kept
     "dataset", "config",
     "campaign", "worker",  # the campaign run that made the record and the worker it ran on (cr campaign run)
+    # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
+    "ap", "ap50",
 )
 F = {name: i for i, name in enumerate(FIELDS)}
 
@@ -426,6 +428,8 @@ def summarise(record: dict) -> list:
         config_label(record, scenario),
         _str(_dict(record.get("campaign")).get("name"), 130),
         _str(_dict(record.get("worker")).get("name"), 130),
+        _num(validation.get("ap")),
+        _num(validation.get("ap50")),
     ]
 
 

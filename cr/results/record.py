@@ -79,7 +79,7 @@ def complete(record: dict, result: dict, latencies: array | None) -> dict:
     record["ended"] = now()
     record["status"] = result.get("status", "failed")
     record["error"] = result.get("error")
-    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs", "machine"):
+    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs", "machine", "stream"):
         if result.get(key) is not None:
             record[key] = result[key]
     if result.get("backend_info") is not None:

@@ -321,6 +321,8 @@ def compile_requirements(source_format: str | None, to: str) -> tuple[str, ...]:
         needs.append("software:onnx")
         if source_format in conversions.TORCH:
             needs.append("software:onnxscript")
+        if source_format == "tf-frozen-graph":
+            needs.append("software:tf2onnx")
     return tuple(dict.fromkeys(needs))
 
 
@@ -417,7 +419,7 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
 
 
 # expected metrics measured as a share (0..1): an int8 output's tolerance on them widens by the margin
-FRACTION_METRICS = ("top1", "top5", "recall", "precision", "mean_iou")
+FRACTION_METRICS = ("top1", "top5", "recall", "precision", "mean_iou", "ap", "ap50", "ap75", "coco_recall")
 
 
 def carried_expected(expected: dict, margin: float) -> dict:

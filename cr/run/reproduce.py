@@ -25,12 +25,13 @@ from ..store import catalog
 from .actions import NotStored
 from .solution import init, run_declared
 
-ACCURACY = ("top1", "top5", "recall", "precision", "mean_iou", "detections")
+ACCURACY = ("top1", "top5", "recall", "precision", "mean_iou", "detections", "ap", "ap50", "ap75", "coco_recall")
 # The accuracy tolerance when the solution and model declare none and the software stack
 # differs from the reference's (an identical stack must reproduce exactly): a few samples
 # in a thousand (a kernel's rounding may flip a near tie), 1% of a detection count.
 DEFAULT_TOLERANCE = {"top1": {"abs": 0.005}, "top5": {"abs": 0.005}, "recall": {"abs": 0.005},
-                     "precision": {"abs": 0.005}, "mean_iou": {"abs": 0.005}, "detections": {"rel": 0.01}}
+                     "precision": {"abs": 0.005}, "mean_iou": {"abs": 0.005}, "detections": {"rel": 0.01},
+                     "ap": {"abs": 0.005}, "ap50": {"abs": 0.005}, "ap75": {"abs": 0.005}, "coco_recall": {"abs": 0.005}}
 # (key, where in metrics, which way is better): shown for every benchmark, judged only
 # where the solution's "expected" declares a tolerance for the key.
 PERFORMANCE = (

@@ -17,10 +17,12 @@ Formats (dataset meta ``format``; docs/datasets.md has an example of each):
              source {package, path}: that folder of the package); class folders sorted by
              name are labels 0, 1, ... unless ``labels`` lists the names; every image file
              inside a class folder (recursively, sorted by path) is a sample
-    coco     source.file (or {package, path}): a COCO instances JSON; its images (under
-             ``root``, default the JSON's folder), in image id order, with the normalised
-             [ymin, xmin, ymax, xmax] boxes of their annotations (crowd ones left out; only
-             those of ``categories`` when given); no class labels
+    coco     source.file (or {package, path}): a COCO instances JSON, or ``coco``: the same
+             object inline in the meta; its images (under ``root``, default the JSON's
+             folder; an inline image may name the registry ``package`` its file_name is in),
+             in image id order, with the normalised [ymin, xmin, ymax, xmax] boxes of their
+             annotations (crowd ones left out; only those of ``categories`` when given) and
+             their pixel size; no class labels
 Each sample is reshaped to ``sample.shape`` when the meta gives one (array formats). Splits:
 ``split_by`` {"modulo": m, "test_remainder": r} puts sample i (in the order above) in
 "test" when i % m == r, else in "train" (no randomness, so every machine gets the same
@@ -54,6 +56,7 @@ class Sample:
     data: object
     label: int | None = None
     boxes: list | None = None
+    size: tuple | None = None  # (width, height) in pixels, where the dataset says (coco)
 
 
 @dataclass
@@ -197,11 +200,16 @@ def _image_folder(meta: dict, component_dir: str | None, ref: str) -> tuple[list
 
 
 def _coco(meta: dict, component_dir: str | None, ref: str) -> list[dict]:
-    """[{id, path, boxes}] of a COCO instances file, in image id order (boxes normalised)."""
-    path = _file(meta, component_dir, ref)
+    """[{id, path, boxes, size}] of a COCO instances file (or the meta's inline ``coco``), in
+    image id order (boxes normalised)."""
+    inline = meta.get("coco")
+    path = Path(component_dir or ".") / "meta.json" if inline is not None else _file(meta, component_dir, ref)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        if inline is not None:
+            data = inline
+        else:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
         images, annotations = data["images"], data.get("annotations") or []
         categories = {c["name"]: c["id"] for c in data.get("categories") or []}
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -215,7 +223,9 @@ def _coco(meta: dict, component_dir: str | None, ref: str) -> list[dict]:
                           hint=f"its categories: {', '.join(list(categories)[:20])}")
         keep = {categories[c] for c in meta["categories"]}
     source = meta.get("source") or {}
-    if not meta.get("root"):
+    if inline is not None:
+        base = Path(component_dir or ".") / (meta.get("root") or ".")
+    elif not meta.get("root"):
         base = path.parent
     elif source.get("package") and not (source.get("file") or meta.get("file")):
         base = path  # root is inside the package folder the annotations were found in
@@ -235,7 +245,9 @@ def _coco(meta: dict, component_dir: str | None, ref: str) -> list[dict]:
         if not w or not h:
             raise CRError(f"{ref}: image {image.get('id')} of {path.name} gives no width and height",
                           hint="COCO images need width and height to normalise their boxes")
-        items.append({"id": str(image["file_name"]), "path": base / image["file_name"],
+        package = (image.get("package") or source.get("package")) if inline is not None else None
+        where = _in_package(package, image["file_name"], ref) if package else base / image["file_name"]
+        items.append({"id": str(image["file_name"]), "path": where, "size": (w, h),
                       "boxes": [[y / h, x / w, (y + bh) / h, (x + bw) / w] for x, y, bw, bh in boxes.get(image["id"], [])]})
     return items
 
@@ -333,7 +345,8 @@ def load(meta: dict, component_dir: str | None = None, split: str | None = None,
         for i, item in enumerate(items):
             if not _in_split(i, split, rule, ref):
                 continue
-            out.samples.append(Sample(item["id"], str(_image_path(meta, component_dir, item, ref)), item.get("label"), item.get("boxes")))
+            out.samples.append(Sample(item["id"], str(_image_path(meta, component_dir, item, ref)), item.get("label"),
+                                      item.get("boxes"), item.get("size")))
             if limit is not None and len(out.samples) >= limit:
                 break
         if not out.samples:

@@ -190,3 +190,164 @@ def blazeface_decode(
             raise ValueError(f"nms must be 'weighted', 'plain' or 'none', not {nms!r}")
         results.append(np.concatenate([boxes, scores[:, None]], axis=1).astype(np.float32))
     return results
+
+
+# ------------------------------------------------ TensorFlow Object Detection API SSD models
+#
+# SSD-MobileNet (and SSDLite) graphs exported by the TF Object Detection API end in a
+# backbone with two outputs: box encodings [B, N, 1, 4] (or [B, N, 4]) and class logits
+# [B, N, 1 + C] (background first). Their post-processing is rebuilt here from the graph's
+# own parameters: MultipleGridAnchorGenerator's anchors, FasterRcnnBoxCoder's decoding and
+# BatchMultiClassNonMaxSuppression (per class, boxes clipped to the image afterwards).
+
+def multiple_grid_anchors(
+    feature_maps: Sequence[int | Sequence[int]] = (19, 10, 5, 3, 2, 1),
+    min_scale: float = 0.2,
+    max_scale: float = 0.95,
+    aspect_ratios: Sequence[float] = (1.0, 2.0, 0.5, 3.0, 1.0 / 3.0),
+    interpolated_scale_aspect_ratio: float = 1.0,
+    reduce_boxes_in_lowest_layer: bool = True,
+    base_anchor_size: Sequence[float] = (1.0, 1.0),
+) -> np.ndarray:
+    """(N, 4) float32 anchors [ymin, xmin, ymax, xmax], normalised, in the order the TF OD
+    API's ssd_anchor_generator (MultipleGridAnchorGenerator) emits them: layer by layer, then
+    grid row, grid column, box spec. Defaults: SSD(Lite)-MobileNet at 300x300, 1917 anchors."""
+    count = len(feature_maps)
+    scales = [min_scale + (max_scale - min_scale) * i / (count - 1) for i in range(count)] + [1.0] if count > 1 \
+        else [min_scale, 1.0]
+    out = []
+    for layer, grid in enumerate(feature_maps):
+        rows, cols = (grid, grid) if isinstance(grid, int) else (int(grid[0]), int(grid[1]))
+        scale, following = scales[layer], scales[layer + 1]
+        if layer == 0 and reduce_boxes_in_lowest_layer:
+            specs = [(0.1, 1.0), (scale, 2.0), (scale, 0.5)]
+        else:
+            specs = [(scale, float(r)) for r in aspect_ratios]
+            if interpolated_scale_aspect_ratio > 0:
+                specs.append((math.sqrt(scale * following), interpolated_scale_aspect_ratio))
+        heights = np.asarray([s / math.sqrt(r) * base_anchor_size[0] for s, r in specs], dtype=np.float32)
+        widths = np.asarray([s * math.sqrt(r) * base_anchor_size[1] for s, r in specs], dtype=np.float32)
+        y = (np.arange(rows, dtype=np.float32) + 0.5) / np.float32(rows)
+        x = (np.arange(cols, dtype=np.float32) + 0.5) / np.float32(cols)
+        yc = np.broadcast_to(y[:, None, None], (rows, cols, len(specs)))
+        xc = np.broadcast_to(x[None, :, None], (rows, cols, len(specs)))
+        h = np.broadcast_to(heights[None, None, :], (rows, cols, len(specs)))
+        w = np.broadcast_to(widths[None, None, :], (rows, cols, len(specs)))
+        out.append(np.stack([yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2], axis=-1).reshape(-1, 4))
+    return np.concatenate(out).astype(np.float32)
+
+
+def decode_center_size(encodings: np.ndarray, anchors: np.ndarray,
+                       scale_factors: Sequence[float] = (10.0, 10.0, 5.0, 5.0)) -> np.ndarray:
+    """FasterRcnnBoxCoder.decode: encodings (N, 4) [ty, tx, th, tw] against corner anchors
+    (N, 4) -> boxes (N, 4) [ymin, xmin, ymax, xmax]."""
+    enc = np.asarray(encodings, dtype=np.float32).reshape(-1, 4)
+    ya = (anchors[:, 0] + anchors[:, 2]) / 2
+    xa = (anchors[:, 1] + anchors[:, 3]) / 2
+    ha = anchors[:, 2] - anchors[:, 0]
+    wa = anchors[:, 3] - anchors[:, 1]
+    sy, sx, sh, sw = (np.float32(s) for s in scale_factors)
+    ty, tx, th, tw = enc[:, 0] / sy, enc[:, 1] / sx, enc[:, 2] / sh, enc[:, 3] / sw
+    w, h = np.exp(tw) * wa, np.exp(th) * ha
+    yc, xc = ty * ha + ya, tx * wa + xa
+    return np.stack([yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2], axis=-1).astype(np.float32)
+
+
+def greedy_nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float, max_out: int) -> np.ndarray:
+    """Indices kept by tf.image.non_max_suppression: best first, a box is dropped when its IoU
+    with a kept one exceeds iou_threshold; at most max_out."""
+    order = np.argsort(-scores, kind="stable")
+    boxes = np.asarray(boxes, dtype=np.float32)
+    keep: list[int] = []
+    alive = np.ones(len(order), dtype=bool)
+    for pos, i in enumerate(order):
+        if not alive[pos]:
+            continue
+        keep.append(int(i))
+        if len(keep) >= max_out:
+            break
+        rest = order[pos + 1:]
+        overlaps = iou(boxes[i], boxes[rest])
+        alive[pos + 1:] &= overlaps <= iou_threshold
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _clip_to_unit(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ClipToWindow over [0, 0, 1, 1]: clipped boxes, and which keep a non-zero area."""
+    clipped = np.clip(boxes, 0.0, 1.0)
+    area = (clipped[:, 2] - clipped[:, 0]) * (clipped[:, 3] - clipped[:, 1])
+    return clipped, area > 0
+
+
+def ssd_decode(
+    outputs: list[np.ndarray],
+    anchors: dict | None = None,
+    scale_factors: Sequence[float] = (10.0, 10.0, 5.0, 5.0),
+    score: str = "sigmoid",
+    background: bool = True,
+    iou_threshold: float = 0.6,
+    score_threshold: float = 1e-8,
+    max_per_class: int = 100,
+    max_total: int = 100,
+    min_score: float = 0.0,
+) -> list[np.ndarray]:
+    """Raw TF OD API SSD outputs [box encodings (B, N, [1,] 4), class logits (B, N, K)] (the
+    encodings are the output whose last axis is 4 and that is not the logits) -> per batch
+    item an array (D, 6) of [ymin, xmin, ymax, xmax, score, class], normalised, best first.
+
+    anchors: multiple_grid_anchors() parameters. score: "sigmoid" or "softmax" over the
+    logits; background: the first logit is the background class (dropped; classes are then
+    numbered from 1, as in the graph's detection_classes). Per class: boxes scoring above
+    score_threshold, greedy NMS at iou_threshold (at most max_per_class), then clipped to the
+    image (boxes left without area are dropped); all classes merged, best max_total kept,
+    and finally those below min_score dropped (a reporting threshold, not the graph's)."""
+    if len(outputs) != 2:
+        raise ValueError(f"ssd_decode expects 2 outputs (box encodings, class logits), got {len(outputs)}")
+    first, second = (np.asarray(o) for o in outputs)
+    encodings, logits = (first, second) if first.shape[-1] == 4 and first.ndim >= second.ndim else (second, first)
+    if encodings.ndim == 4:
+        encodings = encodings.reshape(encodings.shape[0], encodings.shape[1], 4)
+    if encodings.ndim == 2:
+        encodings, logits = encodings[None], logits[None]
+    corner_anchors = multiple_grid_anchors(**(anchors or {}))
+    if encodings.shape[1] != len(corner_anchors):
+        raise ValueError(f"the model gives {encodings.shape[1]} boxes but the anchor options make {len(corner_anchors)}")
+    results = []
+    for item_enc, item_logits in zip(encodings, logits):
+        boxes = decode_center_size(item_enc, corner_anchors, scale_factors)
+        raw = np.asarray(item_logits, dtype=np.float32)
+        if score == "sigmoid":
+            probs = scores_from_logits(raw, 100.0)
+        elif score == "softmax":
+            e = np.exp(raw - raw.max(-1, keepdims=True))
+            probs = (e / e.sum(-1, keepdims=True)).astype(np.float32)
+        else:
+            raise ValueError(f"score must be 'sigmoid' or 'softmax', not {score!r}")
+        first_class = 1 if background else 0
+        rows = []
+        for c in range(first_class, probs.shape[-1]):
+            s = probs[:, c]
+            candidates = np.flatnonzero(s > score_threshold)
+            kept = candidates[greedy_nms(boxes[candidates], s[candidates], iou_threshold, int(max_per_class))]
+            clipped, alive = _clip_to_unit(boxes[kept])
+            for box, value in zip(clipped[alive], s[kept][alive]):
+                rows.append([*box, value, c if background else c])
+        dets = np.asarray(rows, dtype=np.float32).reshape(-1, 6)
+        dets = dets[np.argsort(-dets[:, 4], kind="stable")][:int(max_total)]
+        results.append(dets[dets[:, 4] >= min_score])
+    return results
+
+
+def tf_od_detections(outputs: list[np.ndarray], min_score: float = 0.0) -> list[np.ndarray]:
+    """A TF OD API graph's own outputs [detection_boxes (B, M, 4), detection_scores (B, M),
+    detection_classes (B, M), num_detections (B,)] (in that order) -> per batch item an
+    array (D, 6) of [ymin, xmin, ymax, xmax, score, class], best first, scores >= min_score."""
+    if len(outputs) != 4:
+        raise ValueError(f"tf_od_detections expects 4 outputs (boxes, scores, classes, num_detections), got {len(outputs)}")
+    boxes, scores, classes, counts = (np.asarray(o) for o in outputs)
+    results = []
+    for b, s, c, n in zip(boxes, scores, classes, counts.reshape(-1)):
+        n = int(n)
+        dets = np.concatenate([b[:n].reshape(-1, 4), s[:n, None], c[:n, None]], axis=1).astype(np.float32)
+        results.append(dets[dets[:, 4] >= min_score])
+    return results

@@ -35,6 +35,10 @@ Post-processing steps (the list of model outputs in, the list out; applied per b
     topk         {"k": 5}                          -> [indices, values]
     blazeface_decode {...}                         -> per item (K, 5) boxes + score
                                                       (cr.runtime.detection)
+    ssd_decode   {"anchors": {...}, "scale_factors": [10, 10, 5, 5], "iou_threshold", ...}
+                 TF OD API SSD backbone outputs -> per item (K, 6) box + score + class
+    tf_od_detections {"min_score": s}              a TF OD API graph's own detection outputs
+                                                      -> per item (K, 6) (cr.runtime.detection)
 """
 from __future__ import annotations
 
@@ -284,9 +288,20 @@ def _blazeface(outputs, **params):
     return [blazeface_decode([__import__("numpy").asarray(o) for o in outputs], **params)]
 
 
+def _detector(name):
+    def step(outputs, **params):
+        import numpy as np
+
+        from . import detection
+
+        return [getattr(detection, name)([np.asarray(o) for o in outputs], **params)]
+    return step
+
+
 POST = {
     "select": _select, "dequantize": _first(_dequantize), "softmax": _first(_softmax), "sigmoid": _first(_sigmoid),
     "argmax": _first(_argmax), "topk": _topk, "blazeface_decode": _blazeface,
+    "ssd_decode": _detector("ssd_decode"), "tf_od_detections": _detector("tf_od_detections"),
 }
 
 

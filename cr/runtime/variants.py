@@ -2,7 +2,8 @@
 
 A model meta names its main file (``format``, ``file`` or ``source``) and may list
 ``variants``: [{"name", "format", "file" | "source", "precision", and optionally its own
-"inputs", "outputs", "expected", "provenance"}]. ``effective(meta, name)`` is the meta a
+"inputs", "outputs", "expected", "provenance", "preprocess", "postprocess"}]
+(a backbone variant has its own pipeline: the graph's post-processing done in numpy). ``effective(meta, name)`` is the meta a
 backend sees for one of them: the component's meta with the variant's fields laid over
 it and ``variants`` removed, plus ``variant`` (its name). The main file is the variant
 named by ``default_name(meta)`` (the format's name, e.g. "onnx").
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from ..errors import CRError
 
-_OWN = ("format", "file", "source", "precision", "inputs", "outputs", "expected", "provenance", "description")
+_OWN = ("format", "file", "source", "precision", "inputs", "outputs", "expected", "provenance", "description",
+        "preprocess", "postprocess")
 
 
 def default_name(meta: dict) -> str:

@@ -10,8 +10,11 @@ job (built by cr.run.compile):
 
 Conversions (``plan`` says which one a source format, target and precision make):
     torchscript, torch-exported, torch-state-dict -> onnx   torch.onnx.export, batch axis dynamic
+    tf-frozen-graph -> onnx   tf2onnx.convert.from_graph_def of the meta's inputs -> outputs cut
     onnx -> onnx        fp32: onnxruntime graph optimisation; int8: onnxruntime.quantization
     keras, savedmodel -> tflite   TFLiteConverter, fp32 or int8 (float input and output)
+    tf-frozen-graph -> tflite     the meta's inputs -> outputs cut of the GraphDef (a backbone),
+                                  at the meta's fixed input shape (batch 1 when it gives none)
     onnx -> trt-plan    cr.runtime.backends.tensorrt.build_plan (an NVIDIA GPU and TensorRT)
 Every conversion is checked against its source: the output runs on sample batches
 (dataset samples when the job has them, else seeded synthetic inputs) next to the source.
@@ -39,13 +42,13 @@ import sys
 from ...errors import CRError
 
 TORCH = ("torchscript", "torch-exported", "torch-state-dict")
-READS = {"onnx": ("onnx", *TORCH), "tflite": ("keras", "savedmodel"), "trt-plan": ("onnx",)}
+READS = {"onnx": ("onnx", *TORCH, "tf-frozen-graph"), "tflite": ("keras", "savedmodel", "tf-frozen-graph"), "trt-plan": ("onnx",)}
 # Software the conversions (or a backend's fallback) import besides the backends' own frameworks:
 # a compiled model does not inherit these deps from its source.
-TOOLS = ("onnx", "onnxscript", "tensorflow", "keras", "tflite-runtime")
+TOOLS = ("onnx", "onnxscript", "tensorflow", "keras", "tflite-runtime", "tf2onnx")
 EXTENSIONS = {"onnx": "onnx", "tflite": "tflite", "trt-plan": "plan"}
-SUPPORTED = ("torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx (optimised, or int8 dynamic/static), "
-             "trt-plan; keras, savedmodel -> tflite (fp32, or int8 static/dynamic)")
+SUPPORTED = ("torchscript, torch-exported, torch-state-dict, tf-frozen-graph -> onnx; onnx -> onnx (optimised, or int8 dynamic/static), "
+             "trt-plan; keras, savedmodel, tf-frozen-graph -> tflite (fp32, or int8 static/dynamic)")
 
 # -O options of each step: name -> (default, description). COMMON ones apply to every conversion,
 # INT8 ones to every int8 output (onnx quantisation, tflite int8).
@@ -66,6 +69,7 @@ OPTIONS = {
         "opset": (18, "ONNX opset of the exported graph"),
         "dynamo": (None, "true: the torch.export-based exporter (default for torch-exported), false: the TorchScript one (default otherwise)"),
     },
+    "tf2onnx": {"opset": (17, "ONNX opset tf2onnx writes")},
     "optimize": {"level": ("extended", "onnxruntime graph optimisation level: basic, extended or all (all adds layout changes tied to this CPU)")},
     "quantize": {
         "per_channel": (None, "quantise weights per output channel (default: true for static, false for dynamic)"),
@@ -116,7 +120,7 @@ def plan(source_format: str | None, to: str, precision: str | None = None, quant
         return _planned(conversion, ["tflite"], label, precision, mode if precision == "int8" else None, options,
                         precision == "int8" and mode == "static")
     mode = quantization or "dynamic"
-    steps = ["export"] if source_format in TORCH else []
+    steps = ["export"] if source_format in TORCH else ["tf2onnx"] if source_format == "tf-frozen-graph" else []
     dynamo = options.get("dynamo")
     if source_format == "torchscript" and dynamo:
         raise CRError("the torch.export-based exporter (-O dynamo=true) does not take TorchScript modules",
@@ -132,7 +136,7 @@ def plan(source_format: str | None, to: str, precision: str | None = None, quant
     else:  # onnx -> onnx fp32: the level is named unless it is the default
         steps, level = ["optimize"], options.get("level", "extended")
         label = ["onnx", "opt"] + ([level] if level != "extended" else [])
-    names = {"export": "torch-export", "optimize": "onnx-optimize", "quantize": f"onnx-quantize-{mode}"}
+    names = {"export": "torch-export", "tf2onnx": "tf2onnx", "optimize": "onnx-optimize", "quantize": f"onnx-quantize-{mode}"}
     conversion = "-".join(names[s] for s in steps)
     return _planned(conversion, steps, label, precision, mode if precision == "int8" else None, options,
                     precision == "int8" and mode == "static")
@@ -518,6 +522,42 @@ class _Work:
                         "some operator is exported inexactly; try -O dynamo=true or another -O opset, or raise -O atol")
         return out
 
+    # -- tf-frozen-graph -> onnx -----------------------------------------------------------
+
+    def step_tf2onnx(self, source: str) -> str:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow as tf
+
+        try:
+            import tf2onnx
+        except ImportError as exc:
+            raise CRError(f"converting a frozen TensorFlow graph to ONNX needs tf2onnx, which cannot be imported here ({exc})",
+                          hint="cr install software tf2onnx (or pip install tf2onnx)") from None
+        from ..backends.tf_graph import load_frozen_graph, read_graph_def, tensor_name
+
+        self.tools.update(tensorflow=tf.__version__, tf2onnx=tf2onnx.__version__)
+        call, specs, _outs, _feed = load_frozen_graph(tf, source, self.meta)
+        inputs = [tensor_name(t["name"]) for t in self.meta.get("inputs") or []]
+        outputs = [tensor_name(t["name"]) for t in self.meta.get("outputs") or []]
+        out = os.path.join(self.out_dir, "exported.onnx")
+        opset = int(self.options["opset"])
+        try:
+            tf2onnx.convert.from_graph_def(read_graph_def(tf, source), input_names=inputs, output_names=outputs,
+                                           opset=opset, output_path=out)
+        except Exception as exc:
+            raise CRError(f"tf2onnx cannot convert {self.ref}: {type(exc).__name__}: {_first_line(exc)}",
+                          hint="try another -O opset, or cut the graph at other tensors (a backbone variant)") from None
+        declared = self.meta.get("inputs") or []
+        fixed = _dim((declared[0].get("shape") or [None])[0]) if declared else None
+        check_specs = [{**s, "shape": d.get("shape") or s.get("shape")} for s, d in zip(specs, declared)]
+        batch = self.check_batch(check_specs, fixed or 2)
+        want = [o.numpy() for o in call(batch)]
+        got = self.run_onnx(out, {tensor_name(n): batch[n] for n in batch})
+        check = {"against": "tf-frozen-graph", "max_abs_diff": _max_diff(want, got), "samples": fixed or 2, "opset": opset}
+        self.checks["tf2onnx"] = check
+        self.judge_atol("tf2onnx", check, "the converted ONNX model", "try another -O opset, or raise -O atol")
+        return out
+
     # -- onnx -> onnx --------------------------------------------------------------------
 
     def step_optimize(self, source: str) -> str:
@@ -635,6 +675,7 @@ class _Work:
 
         self.tools["tensorflow"] = tf.__version__
         fmt = self.meta.get("format")
+        fixed = None  # a frozen graph converts at a fixed batch
         if fmt == "keras":
             import keras
 
@@ -647,6 +688,8 @@ class _Work:
             def reference(batch):
                 out = model([batch[s["name"]] for s in in_specs] if len(in_specs) > 1 else batch[in_specs[0]["name"]], training=False)
                 return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else out.values() if isinstance(out, dict) else [out])]
+        elif fmt == "tf-frozen-graph":
+            converter, in_specs, reference, fixed = self._frozen_graph_converter(tf, source)
         else:
             folder = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
             converter = tf.lite.TFLiteConverter.from_saved_model(folder)
@@ -685,7 +728,7 @@ class _Work:
         out = os.path.join(self.out_dir, "converted.tflite")
         with open(out, "wb") as f:
             f.write(converter.convert())
-        batches = self.check_batches(in_specs) if precision == "int8" else [self.check_batch(in_specs, 3)]
+        batches = self.check_batches(in_specs, fixed) if precision == "int8" else [self.check_batch(in_specs, fixed or 3)]
         want = _concat([reference(b) for b in batches])
         got = _concat([self._run_tflite(out, [b[s["name"]] for s in in_specs]) for b in batches])
         worst = _max_diff(want, got)
@@ -704,6 +747,31 @@ class _Work:
         else:
             self.judge_atol("tflite", check, "the tflite model", "raise -O atol")
         return out
+
+    def _frozen_graph_converter(self, tf, source: str):
+        """(converter, input specs, reference(batch) -> outputs, fixed batch) for the meta's cut of
+        a frozen GraphDef. The v1 converter reads the GraphDef itself (no session is made); the
+        reference runs the same cut through cr.runtime.backends.tf_graph."""
+        from ..backends.tf_graph import load_frozen_graph, tensor_name
+
+        call, specs, _outs, _feed = load_frozen_graph(tf, source, self.meta)
+        declared = self.meta.get("inputs") or []
+        shapes = {}
+        for spec, meta_spec in zip(specs, declared):
+            shape = meta_spec.get("shape") or spec.get("shape")
+            if not shape or any(_dim(d) is None for d in shape[1:]):
+                raise CRError(f"{self.ref}: input {spec['name']!r} needs a fixed shape for the TFLite converter (found {shape})",
+                              hint="give the input's full shape in the model meta, e.g. [1, 300, 300, 3]")
+            shapes[tensor_name(spec["name"]).split(":")[0]] = [_dim(shape[0]) or 1, *shape[1:]]
+        fixed = next(iter(shapes.values()))[0]
+        outputs = [tensor_name(o["name"]).split(":")[0] for o in self.meta.get("outputs") or []]
+        converter = tf.compat.v1.lite.TFLiteConverter.from_frozen_graph(source, list(shapes), outputs, shapes)
+        in_specs = [{"name": s["name"], "shape": [None, *shapes[n][1:]], "dtype": s["dtype"]} for s, n in zip(specs, shapes)]
+
+        def reference(batch):
+            return [o.numpy() for o in call(batch)]
+
+        return converter, in_specs, reference, fixed
 
     def _interpreter(self, path: str):
         try:

@@ -78,17 +78,74 @@ def _labels(meta: dict, dataset) -> dict:
     return out
 
 
-def _detections(rows) -> list[dict]:
+def _detections(rows, min_score: float | None = None) -> list[dict]:
+    """Post-processed rows [ymin, xmin, ymax, xmax, score(, class)] -> dicts (class when given),
+    those below min_score left out."""
     import numpy as np
 
-    dets = np.asarray(rows).reshape(-1, 5) if len(rows) else np.zeros((0, 5))
-    return [{"box": [float(v) for v in d[:4]], "score": float(d[4])} for d in dets]
+    rows = np.asarray(rows)
+    width = rows.shape[-1] if rows.ndim == 2 and rows.shape[-1] in (5, 6) else 5
+    dets = rows.reshape(-1, width) if rows.size else np.zeros((0, width))
+    out = []
+    for d in dets:
+        if min_score is not None and float(d[4]) < min_score:
+            continue
+        entry = {"box": [float(v) for v in d[:4]], "score": float(d[4])}
+        if width == 6:
+            entry["class"] = int(d[5])
+        out.append(entry)
+    return out
+
+
+def _stream(opened, params: dict) -> tuple[list, dict]:
+    """cr run --stream: every frame through the pipeline (cr.runtime.stream)."""
+    import time
+
+    import numpy as np
+
+    from ..stream import run_stream
+
+    specs = opened.backend.inputs()
+    fixed = fixed_batch(opened.input_specs())
+    pre, post = preprocess(opened.meta), postprocess(opened.meta)
+    names = _labels(opened.meta, None)
+    task, k = opened.meta.get("task"), int(params.get("top_k") or 5)
+    threshold = params.get("score_threshold", 0.5)
+    prepare = getattr(opened.backend, "prepare", None)
+
+    def predict(image):
+        batch = {opened.input_name(): pre.batch([image] * (fixed or 1))}
+        check_inputs(specs, batch)
+        if callable(prepare):
+            prepare(batch)
+        started = time.perf_counter()
+        raw = [np.asarray(o) for o in as_list(opened.backend.run(batch))]
+        seconds = time.perf_counter() - started
+        row = _row(post.apply_outputs(raw)[0], 0)
+        if task == "detection":
+            dets = _detections(row, None if threshold is None else float(threshold))
+            for d in dets:
+                if "class" in d and names.get(str(d["class"])):
+                    d["label"] = names[str(d["class"])]
+            return {"detections": dets}, seconds
+        return {"top": _classes(row, k, names)}, seconds
+
+    return run_stream(params["stream"], predict, params.get("annotate"), params.get("max_frames"))
 
 
 def run(job: dict) -> dict:
-    """cr run: predictions for dataset samples (--limit) or --input files."""
+    """cr run: predictions for dataset samples (--limit), --input files, or a --stream."""
     params = job.get("params") or {}
     opened = open_backend(job)
+    if params.get("stream"):
+        try:
+            predictions, summary = _stream(opened, params)
+            info = opened.info()
+        finally:
+            opened.backend.close()
+        return {"predictions": predictions, "stream": summary, "backend_info": info, "model_file": opened.model_file(),
+                "pipeline": opened.pipeline(), "inputs": {"provider": "stream", "source": summary["source"],
+                                                          "samples": summary["frames"]}}
     try:
         dataset = None
         if params.get("inputs"):
@@ -148,16 +205,21 @@ def _classification(rows, expected: dict, k: int = 5) -> tuple[dict, list]:
     return metrics, checks
 
 
-def _detection(rows, expected: dict, iou_threshold: float) -> tuple[dict, list]:
+def _detection(rows, expected: dict, iou_threshold: float, score_threshold: float | None = None) -> tuple[dict, list]:
+    """IoU-matched recall/precision/mean IoU over the detections scoring >= score_threshold,
+    and COCO AP (cr.runtime.coco_eval, pycocotools) over all of them."""
     from ..detection import iou
 
     objects = detections = matched = 0
     ious = []
     per_sample = []
+    scored = []
     for sample, _raw, post in rows:
         if sample.boxes is None:
             continue
-        dets = _detections(post[0])
+        every = _detections(post[0])
+        scored.append((sample, every))
+        dets = [d for d in every if score_threshold is None or d["score"] >= score_threshold]
         objects += len(sample.boxes)
         detections += len(dets)
         used = set()
@@ -175,14 +237,31 @@ def _detection(rows, expected: dict, iou_threshold: float) -> tuple[dict, list]:
         per_sample.append({"id": sample.id, "objects": len(sample.boxes), "detections": dets})
     metrics = {
         "task": "detection", "samples": len(per_sample), "objects": objects, "detections": detections,
-        "matched": matched, "iou_threshold": iou_threshold,
+        "matched": matched, "iou_threshold": iou_threshold, "score_threshold": score_threshold,
         "recall": matched / objects if objects else 0.0,
         "precision": matched / detections if detections else 0.0,
         "mean_iou": sum(ious) / len(ious) if ious else 0.0,
-        "per_sample": per_sample,
     }
-    checks = [_check(m, metrics[m], expected.get(m)) for m in ("recall", "precision", "mean_iou", "detections") if m in expected]
+    metrics.update(_coco(scored, expected))
+    metrics["per_sample"] = per_sample
+    names = ("recall", "precision", "mean_iou", "detections", "ap", "ap50", "ap75", "coco_recall")
+    checks = [_check(m, metrics[m], expected.get(m)) for m in names if m in expected and m in metrics]
     return metrics, checks
+
+
+def _coco(scored: list, expected: dict) -> dict:
+    """COCO AP metrics, or {"coco": {"skipped": why}} when pycocotools is absent and no
+    expected metric needs them."""
+    from .. import coco_eval
+
+    try:
+        found = coco_eval.coco_metrics(scored)
+    except CRError as exc:
+        if any(m in expected for m in coco_eval.METRICS) or "pycocotools" not in exc.message:
+            raise
+        return {"coco": {"skipped": exc.message}}
+    return {**{m: found[m] for m in coco_eval.METRICS}, "coco": {"evaluator": found["evaluator"], "images": found["images"],
+                                                                  "objects": found["objects"]}}
 
 
 def validate(job: dict) -> dict:
@@ -195,7 +274,9 @@ def validate(job: dict) -> dict:
         rows = _infer(opened, dataset.samples, params.get("batch_size"))
         expected = dict(opened.meta.get("expected") or {})
         if detection:
-            metrics, checks = _detection(rows, expected, float(params.get("iou_threshold", 0.5)))
+            threshold = params.get("score_threshold", 0.5)
+            metrics, checks = _detection(rows, expected, float(params.get("iou_threshold", 0.5)),
+                                         None if threshold is None else float(threshold))
         else:
             metrics, checks = _classification(rows, expected)
         info = opened.info()
@@ -210,6 +291,8 @@ def validate(job: dict) -> dict:
     }
     if params.get("keep_outputs"):
         out["outputs"] = {"ids": [s.id for s, _r, _p in rows], "raw": [[o.tolist() for o in raw] for _s, raw, _p in rows]}
+        if detection:  # a detector's parity compares boxes: raw outputs of a whole graph and a backbone differ
+            out["outputs"]["detections"] = [_detections(post[0]) for _s, _r, post in rows]
     return out
 
 
@@ -226,6 +309,12 @@ def compare(job: dict) -> dict:
     for other in names[1:]:
         if runs[other]["ids"] != ids:
             raise CRError(f"backends {base} and {other} ran different samples", hint="this is a bug in cr: report it")
+        if "detections" in runs[base] and "detections" in runs[other]:
+            from ..detection_parity import compare as compare_detections
+
+            pairs.append(compare_detections(base, other, ids, runs[base]["detections"], runs[other]["detections"],
+                                            (job.get("params") or {}).get("detections")))
+            continue
         a = [np.asarray(r[0], dtype=np.float64) for r in runs[base]["raw"]]
         b = [np.asarray(r[0], dtype=np.float64) for r in runs[other]["raw"]]
         # outputs of different shapes have no difference to measure: named, and the pair fails

@@ -1,4 +1,4 @@
-"""TensorFlow backend: SavedModel signatures and Keras models (.keras, .h5).
+"""TensorFlow backend: SavedModel signatures, Keras models (.keras, .h5) and frozen GraphDefs.
 
 A SavedModel is a directory; its meta's ``file`` names ``saved_model.pb`` inside it (the
 directory is what loads). It runs the signature ``serving_default`` (option ``signature``)
@@ -10,6 +10,12 @@ Input names: meta inputs named like the model's inputs use them; those that are 
 up in order with the model's inputs still unmatched (meta order, then the signature's
 sorted names or the Keras model's order), so a meta may call the input "image" where the
 signature says "input_1".
+
+A frozen GraphDef (format ``tf-frozen-graph``, a .pb such as the TF Object Detection API
+exports) is imported into a tf.compat.v1.wrap_function and pruned from the meta's inputs to
+its outputs, whose ``name`` fields are the graph's tensor names ("image_tensor:0"; ":0" is
+implied when left out): no TF1 session. Any tensor of the graph may be an input, so one
+file can hold several variants (the whole graph, or its backbone from "Preprocessor/sub:0").
 
 Threads: TensorFlow takes its thread pools' sizes only before it runs its first op; load()
 sets them first, and refuses (naming the option) when this process has already started TF
@@ -25,7 +31,7 @@ from .base import Backend, InputMismatch, check_inputs, first_line, pair_names
 
 class TensorflowBackend(Backend):
     name = "tensorflow"
-    FORMATS = ("savedmodel", "keras")
+    FORMATS = ("savedmodel", "keras", "tf-frozen-graph")
     REQUIRES = ("software:tensorflow-cpu",)
     OPTIONS = {
         "inter_op_threads": "threads across operators (tf.config.threading; default TensorFlow's)",
@@ -50,6 +56,12 @@ class TensorflowBackend(Backend):
             self._load_savedmodel(model_path, meta, options.get("signature") or "serving_default")
         elif self._format == "keras":
             self._load_keras(model_path, meta)
+        elif self._format == "tf-frozen-graph":
+            from .tf_graph import load_frozen_graph
+
+            self._call, self._specs, self._output_specs, self._feed = load_frozen_graph(tf, model_path, meta)
+            self._keys = None
+            self._dict_keys = [s["name"] for s in self._output_specs]
         else:
             raise CRError(f"the tensorflow backend cannot load format {self._format!r}",
                           hint=f"it loads {', '.join(self.FORMATS)}")
