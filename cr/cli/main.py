@@ -110,6 +110,7 @@ def _register_commands() -> None:
         cli.add_command(command)
     software.env.add_command(resolve.exec_)
     software.env.add_command(resolve.shell)
+    cli.add_command(__import__("cr.cli.profile", fromlist=["profile"]).profile)
 
 
 _register_commands()

@@ -27,6 +27,7 @@ class TensorflowBackend(Backend):
     name = "tensorflow"
     FORMATS = ("savedmodel", "keras")
     REQUIRES = ("software:tensorflow-cpu",)
+    PROFILER = "cr.runtime.profiling.tensorflow:TensorflowProfiler"
     OPTIONS = {
         "inter_op_threads": "threads across operators (tf.config.threading; default TensorFlow's)",
         "signature": "the SavedModel signature to run (default serving_default)",
