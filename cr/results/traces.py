@@ -64,3 +64,9 @@ def load(path: str | Path, expected_sha256: str | None = None) -> dict:
         return json.loads(text)
     except (OSError, ValueError) as exc:
         raise CRError(f"the trace {path} is not Chrome Trace JSON: {exc}", hint="profile again") from None
+
+
+def is_profiled(record: dict) -> bool:
+    """A benchmark that ran with a framework's profiler on (e.g. -O profile=true on
+    onnxruntime): its latencies are profiled ones, so it stays out of the leaderboard."""
+    return record.get("action") == "benchmark" and bool(record.get("profile"))

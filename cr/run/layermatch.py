@@ -176,7 +176,10 @@ def compare_profiles(profiles: list[tuple[str, dict]]) -> dict:
         absorbed_ref = {x for xs in other_fused.values() for x in xs}
         ref_absorbed[names[k]] = absorbed_ref
         for i, j in pairs.items():
-            row = rows.setdefault(i, {"layer": ref[i]["path"] or ref[i]["name"], "class": ref[i]["class"], "backends": {}})
+            rp, op_ = ref[i]["path"], other[j]["path"]
+            # a fused node is named after the last layer it absorbed: the partner's path names the layer better
+            label = rp if (rp == op_ or not op_ or (rp and not ref[i]["fused_op"])) else op_
+            row = rows.setdefault(i, {"layer": label or ref[i]["name"], "class": ref[i]["class"], "backends": {}})
             row["backends"][names[0]] = _cell(ref[i], [ref[x] for x in other_fused.get(j, [])])
             row["backends"][names[k]] = _cell(other[j], [other[x] for x in ref_fused.get(i, [])])
             fused = [f"{names[0]}: {ref[i]['name']} covers " + ", ".join(other[x]["name"] for x in ref_fused[i])] if i in ref_fused else []
