@@ -151,10 +151,15 @@ def _keras_lenet(tmp_path: Path) -> None:
 def test_tensorflow_keras_lenet_profile(run_cr, cr_home, tmp_path):
     pytest.importorskip("tensorflow")
     _keras_lenet(tmp_path)
-    record = _profile(run_cr, "model", "klenet", "--backend", "tensorflow", *FAST)
-    ops = _ops(record)
-    assert {"Conv2D", "Relu", "MatMul", "MaxPool"} <= ops or {"_FusedConv2D", "MatMul"} <= ops, ops
-    assert any(l["name"].split("/")[-2:][0] in ("conv1", "conv2") or "/conv1/" in l["name"] for l in record["profile"]["layers"])
+    # TensorFlow's function call costs about a millisecond whatever the model: batch 512 lets the ops dominate
+    record = _profile(run_cr, "model", "klenet", "--backend", "tensorflow", "--samples", "8", "--warmup", "2",
+                      "--batch-size", "512", "--threads", "1")
+    from cr.run.layermatch import op_class
+
+    classes = {op_class(op) for op in _ops(record)}  # oneDNN builds run _MklNativeFusedConv2D (Relu folded in)
+    assert {"conv", "gemm", "pool"} <= classes, _ops(record)
+    names = {l["name"] for l in record["profile"]["layers"]}
+    assert any("/conv1" in n for n in names) and any("/fc2" in n for n in names), names  # Keras keeps layer names
     _coverage_ok(record)
     _check_trace(_trace(record, cr_home), record)
 

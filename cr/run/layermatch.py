@@ -30,10 +30,10 @@ from __future__ import annotations
 import re
 
 OP_CLASSES = {
-    "conv": ("conv", "fusedconv", "conv2d", "_fusedconv2d", "depthwiseconv2dnative", "conv_2d", "depthwise_conv_2d",
+    "conv": ("conv", "fusedconv", "conv2d", "fusedconv2d", "fuseddepthwiseconv2dnative", "_fusedconv2d", "depthwiseconv2dnative", "conv_2d", "depthwise_conv_2d",
              "convolution", "_convolution", "conv1d", "conv3d", "qlinearconv", "convinteger"),
     "gemm": ("gemm", "fusedgemm", "matmul", "fusedmatmul", "linear", "addmm", "mm", "bmm", "fully_connected",
-             "batchmatmulv2", "_fusedmatmul", "qlinearmatmul", "matmulinteger"),
+             "batchmatmulv2", "_fusedmatmul", "fusedmatmul", "batchmatmul", "qlinearmatmul", "matmulinteger"),
     "relu": ("relu", "relu_", "relu6", "hardtanh", "hardtanh_", "clip", "clamp", "clamp_min", "leakyrelu"),
     "pool": ("maxpool", "max_pool2d", "max_pool_2d", "maxpool2d", "averagepool", "avgpool", "avg_pool2d",
              "globalaveragepool", "adaptive_avg_pool2d", "mean", "average_pool_2d", "max_pool2d_with_indices"),
@@ -51,9 +51,20 @@ ELEMENTWISE = {"relu", "add", "mul", "batchnorm", "sigmoid", "hardswish", "quant
 _ONNX_OP_PART = re.compile(r"^[A-Z][A-Za-z0-9]*(?:_\d+)?$")
 
 
-def op_class(op: str) -> str:
+def _base(op: str) -> str:
+    """The op name without namespace and kernel-library prefixes ("_MklNativeFusedConv2D" -> "fusedconv2d")."""
     base = (op or "?").split("::")[-1].lower()
-    return _CLASS_OF.get(base, base)
+    for prefix in ("_mklnative", "_mkl", "_"):
+        if base.startswith(prefix) and len(base) > len(prefix):
+            base = base[len(prefix):]
+            break
+    return base
+
+
+def op_class(op: str) -> str:
+    raw = (op or "?").split("::")[-1].lower()
+    base = _base(op)
+    return _CLASS_OF.get(raw) or _CLASS_OF.get(base, base)
 
 
 _ONNX_SUFFIXES = re.compile(r"(?:_output_\d+)?(?:_nchwc)?(?:_token_\d+)?$")
@@ -72,7 +83,7 @@ def _onnx_parts(name: str) -> tuple[list[str], str | None]:
 def is_fused(op: str, name: str) -> bool:
     """A node that runs several source layers: a Fused* op, a TensorRT "a + b" layer, or an
     ONNX Runtime node that computes another op's output (a Conv named after the Relu it absorbed)."""
-    if (op or "").lower().lstrip("_").startswith("fused") or " + " in (name or ""):
+    if _base(op).startswith("fused") or " + " in (name or ""):
         return True
     clean = (name or "").removeprefix("fused ")
     if clean.startswith("/"):
