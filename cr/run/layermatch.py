@@ -19,9 +19,11 @@ Matching, in three passes over (reference = the first backend, other):
      class, when both sides have the same number left of that class (TorchScript ops,
      renamed nodes);
   3. fusion: a matched node that is fused on one side (FusedConv, _FusedConv2D, a
-     TensorRT "a + b" layer) absorbs the unmatched elementwise layers (activation,
-     batch norm, add, ...) that follow its partner on the other side up to the next
-     matched layer: one row, "fused" listing the layers it covers, their times summed.
+     TensorRT "a + b" layer, an ONNX Runtime Conv named after the activation output it
+     computes) absorbs the unmatched elementwise layers (activation, batch norm, add,
+     ...) that follow its partner on the other side up to the next matched layer; any
+     matched conv/gemm absorbs a following batch norm (folded into its weights): one
+     row, "fused" listing the layers it covers, their times summed.
 What stays unmatched is listed per backend. Times compared are per query (total over
 the profiled queries / queries); ratio = other / reference.
 """
@@ -111,6 +113,15 @@ def layer_path(name: str, op: str) -> str | None:
     return name
 
 
+def annotate(profile: dict) -> dict:
+    """Add each layer row's "path", "class" and "fused" (what the dashboard matches by)."""
+    for row in profile.get("layers") or []:
+        row["path"] = layer_path(row.get("name"), row.get("op"))
+        row["class"] = op_class(row.get("op"))
+        row["fused"] = is_fused(row.get("op"), row.get("name"))
+    return profile
+
+
 def _layers(profile: dict) -> list[dict]:
     out = []
     for row in sorted(profile.get("layers") or [], key=lambda r: r.get("order", 0)):
@@ -149,10 +160,15 @@ def _fusions(a: list[dict], b: list[dict], pairs: dict[int, int]) -> dict[int, l
     taken = set(matched_b)
     out: dict[int, list[int]] = {}
     for i, j in pairs.items():
-        if not a[i]["fused_op"] or b[j]["fused_op"]:
+        if b[j]["fused_op"]:
+            continue
+        # a fused node absorbs any elementwise layer; every conv/gemm absorbs a batch norm
+        # (inference engines fold it into the weights)
+        folds = ELEMENTWISE if a[i]["fused_op"] else ({"batchnorm"} if a[i]["class"] in ("conv", "gemm") else set())
+        if not folds:
             continue
         nxt = next((m for m in matched_b if m > j), len(b))
-        covered = [k for k in range(j + 1, nxt) if k not in taken and b[k]["class"] in ELEMENTWISE]
+        covered = [k for k in range(j + 1, nxt) if k not in taken and b[k]["class"] in folds]
         if covered:
             out[i] = covered
             taken.update(covered)

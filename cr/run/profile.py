@@ -120,6 +120,9 @@ def profile(ref: str, backend: str | None = None, params: dict | None = None, ba
     result, _ = launch.run_job(job, python=python, env=env, timeout=params.get("timeout_s"))
     records.complete(record, result, None)
     if record["status"] == "ok":
+        from .layermatch import annotate
+
+        annotate(record["profile"])
         _keep_trace(record, result, trace_path, output, store)
         shutil.rmtree(work, ignore_errors=True)
     else:
