@@ -1491,7 +1491,9 @@
       if (!maps.every(function (m) { return i in m; })) return;
       var cells = [l].concat(maps.map(function (m, k) { return ordered[k + 1][m[i]]; }));
       var diff = cells.slice(1).reduce(function (a, c) { var d = (c.per_query_ns || 0) - (l.per_query_ns || 0); return Math.abs(d) > Math.abs(a) ? d : a; }, 0);
-      rows.push({ layer: l.path || l.name, cls: l["class"] || l.op, cells: cells, diff: diff });
+      // a fused node is named after the last layer it absorbed: its partner's path names the layer better
+      var label = l.fused && cells[1].path && cells[1].path !== l.path ? cells[1].path : l.path || l.name;
+      rows.push({ layer: label, cls: l["class"] || l.op, cells: cells, diff: diff });
     });
     rows.sort(function (a, b) { return Math.abs(b.diff) - Math.abs(a.diff); });
     sec.appendChild(h("p", { class: "note" }, rows.length + " layers matched of " + base.length + " (" + txt(obj(profs[0].backend).name) +
