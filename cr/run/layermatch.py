@@ -82,6 +82,11 @@ def _onnx_parts(name: str) -> tuple[list[str], str | None]:
     return parts, None
 
 
+def _named_op(name: str) -> str | None:
+    clean = (name or "").removeprefix("fused ")
+    return _onnx_parts(clean)[1] if clean.startswith("/") else None
+
+
 def is_fused(op: str, name: str) -> bool:
     """A node that runs several source layers: a Fused* op, a TensorRT "a + b" layer, or an
     ONNX Runtime node that computes another op's output (a Conv named after the Relu it absorbed)."""
@@ -206,6 +211,9 @@ def compare_profiles(profiles: list[tuple[str, dict]]) -> dict:
             rp, op_ = ref[i]["path"], other[j]["path"]
             # a fused node is named after the last layer it absorbed: the partner's path names the layer better
             label = rp if (rp == op_ or not op_ or (rp and not ref[i]["fused_op"])) else op_
+            named = _named_op(ref[i]["name"])
+            if label == rp and rp and ref[i]["fused_op"] and named and op_class(named) != ref[i]["class"]:
+                label = f"{rp} ({named} output)"  # e.g. the Conv that now computes features.1's Relu
             row = rows.setdefault(i, {"layer": label or ref[i]["name"], "class": ref[i]["class"], "backends": {}})
             row["backends"][names[0]] = _cell(ref[i], [ref[x] for x in other_fused.get(j, [])])
             row["backends"][names[k]] = _cell(other[j], [other[x] for x in ref_fused.get(i, [])])
