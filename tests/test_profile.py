@@ -89,6 +89,9 @@ def test_onnxruntime_lenet_profile_table_trace_and_record(run_cr, cr_home, tmp_p
     # the stored record is the one printed, and `cr results show` finds it
     shown = run_cr("results", "show", record["uid"], "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["profile"]["summary"] == p["summary"]
+    kept = cr_home / "results" / record["uid"][:2] / record["trace"]["file"]
+    assert run_cr("results", "rm", record["uid"]).returncode == 0 and not kept.exists()  # the trace goes with its record
+    assert exported.is_file()  # a copy the user asked for stays
     table = run_cr("profile", *LENET, "--backend", "onnxruntime", *FAST, "--top", "3")
     assert table.returncode == 0, table.stderr
     assert "coverage" in table.stdout and "other (" in table.stdout and "/features/features." in table.stdout
@@ -286,6 +289,37 @@ def test_compare_needs_two_backends(run_cr):
         assert "Error: --compare needs two or three different backends" in done.stderr and "Hint:" in done.stderr
     done = run_cr("profile", *LENET, "--compare", "onnxruntime,torch,tflite,null")
     assert done.returncode == 1 and "at most three" in done.stderr
+
+
+def test_compare_options_must_name_a_compared_backend(run_cr):
+    done = run_cr("profile", *LENET, "--compare", "onnxruntime,torch", "--variant", "tflite=tflite")
+    assert done.returncode == 1 and "Error: --variant/-O name tflite, which --compare does not run" in done.stderr
+    done = run_cr("profile", *LENET, "--compare", "onnxruntime,torch", "-O", "threads=1")
+    assert done.returncode == 1 and "with --compare give BACKEND:KEY=VALUE" in done.stderr
+    done = run_cr("profile", *LENET, "--compare", "onnxruntime,torch", "--backend", "torch")
+    assert done.returncode == 1 and "give --backend or --compare, not both" in done.stderr
+
+
+def test_tensorrt_per_layer_profile_on_a_gpu(run_cr, cr_home):
+    pytest.importorskip("tensorrt", reason="TensorRT is not installed here: it needs an NVIDIA GPU with CUDA; "
+                                           "its IProfiler path (cr/runtime/profiling/tensorrt.py) runs where one is")
+    record = _profile(run_cr, *LENET, "--backend", "tensorrt", "--samples", "20")
+    p = record["profile"]
+    assert p["level"] == "layer" and p["layers"] and all(l["provider"] == "tensorrt" for l in p["layers"])
+    assert 0.3 <= p["summary"]["coverage"] <= 1.1
+    _check_trace(_trace(record, cr_home), record)
+
+
+def test_tensorrt_layers_are_laid_out_within_their_run():
+    from cr.runtime.profiling.tensorrt import lay_out
+
+    runs = [(1_000_000, 0), (2_000_000, 2)]
+    records = [("conv1 + relu1", 0.25), ("fc", 0.125), ("conv1 + relu1", 0.5), ("fc", 0.25)]
+    got = lay_out(runs, records)
+    assert [(e.name, e.op, e.start_ns, e.dur_ns) for e in got.events] == [
+        ("conv1 + relu1", "fused", 1_000_000, 250_000), ("fc", "layer", 1_250_000, 125_000),
+        ("conv1 + relu1", "fused", 2_000_000, 500_000), ("fc", "layer", 2_500_000, 250_000)]
+    assert not got.markers  # already on the harness clock
 
 
 def test_trace_path_not_writable_fails_before_running(run_cr, tmp_path):

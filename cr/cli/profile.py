@@ -124,8 +124,7 @@ def profile(ref, backend, compare, variants, options, samples, warmup, batch_siz
             if not sep or "=" not in pair:
                 raise CRError(f"-O {o!r}: with --compare give BACKEND:KEY=VALUE", hint="e.g. -O onnxruntime:graph_optimization_level=basic")
             per_options.setdefault(name, []).append(pair)
-        unknown = sorted(set(per_variant) | set(per_options) - set(names))
-        unknown = [n for n in unknown if n not in names]
+        unknown = sorted((set(per_variant) | set(per_options)) - set(names))
         if unknown:
             raise CRError(f"--variant/-O name {', '.join(unknown)}, which --compare does not run", hint=f"--compare runs {', '.join(names)}")
         if trace is not None:

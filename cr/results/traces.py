@@ -39,8 +39,13 @@ def write(blob: bytes, path: str | Path) -> Path:
     return path
 
 
+def trace_file(uid: str) -> str:
+    """Where the trace of uid lives, relative to the results store's root."""
+    return f"{uid[:2]}/{uid}{SUFFIX}"
+
+
 def beside_store(root: str | Path, uid: str) -> Path:
-    return Path(root) / uid[:2] / f"{uid}{SUFFIX}"
+    return Path(root) / trace_file(uid)
 
 
 def beside_output(output: str | Path) -> Path:
