@@ -82,6 +82,7 @@ def test_onnxruntime_lenet_profile_table_trace_and_record(run_cr, cr_home, tmp_p
     ops = _ops(record)
     assert "Conv" in ops and ops & {"Gemm", "FusedGemm"} and "MaxPool" in ops
     assert all(l["provider"] == "CPUExecutionProvider" and l["calls"] == 8 for l in p["layers"])
+    assert p["summary"]["overhead"]["ratio"] is None and "profiles from load on" in p["summary"]["overhead"]["why"]
     _coverage_ok(record)
     trace = _trace(record, cr_home)
     _check_trace(trace, record)
@@ -102,6 +103,8 @@ def test_torch_lenet_profile_by_module_and_op(run_cr, cr_home):
     layers = {(l["name"], l["op"]) for l in record["profile"]["layers"]}
     assert {("features.0", "aten::conv2d"), ("features.2", "aten::conv2d"), ("features.1", "aten::relu"),
             ("classifier.1", "aten::linear"), ("classifier.3", "aten::linear")} <= layers
+    overhead = record["profile"]["summary"]["overhead"]  # measured in the same process, shown, never hidden
+    assert overhead["ratio"] > 0 and overhead["unprofiled_queries"] == 8 and overhead["unprofiled_p50_ns"] > 0
     conv = next(l for l in record["profile"]["layers"] if l["name"] == "features.0")
     assert conv["shapes"][0] == [64, 1, 8, 8]  # record_shapes
     _coverage_ok(record)

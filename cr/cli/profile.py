@@ -19,6 +19,12 @@ def _share(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _overhead(o: dict) -> str:
+    if o.get("ratio") is None:
+        return "not measured: " + (o.get("why") or "unknown")
+    return f"{o['ratio']:.2f}x the unprofiled p50 ({_ms(o['unprofiled_p50_ns'])} ms over {o['unprofiled_queries']} queries just before)"
+
+
 def layer_rows(profile: dict, top: int) -> list[list]:
     """The table's rows: the top layers by total time, then one "other" row for the rest."""
     layers = profile.get("layers") or []
@@ -45,7 +51,8 @@ def summary_rows(record: dict) -> list[list]:
             ["queries", f"{s['queries']} profiled (after {s.get('warmup', 0)} warm-up), batch {s.get('batch_size')}"],
             ["model time p50", f"{_ms(m.get('p50'))} ms per query (profiled: slower than a benchmark)"],
             ["layer time", f"{_ms(s['layer_ns_total'] // max(1, s['queries']))} ms per query over {s['layers']} layers"],
-            ["coverage", "-" if s.get("coverage") is None else f"{s['coverage']:.3f} (sum of layer times / model time)"]]
+            ["coverage", "-" if s.get("coverage") is None else f"{s['coverage']:.3f} (sum of layer times / model time)"],
+            ["profiler overhead", _overhead(s.get("overhead") or {})]]
     if p.get("note"):
         rows.append(["note", p["note"]])
     system = p.get("system") or {}

@@ -54,12 +54,19 @@ def main(job: dict) -> dict:
             backend.prepare(batches[0])
         for i in range(warmup):
             backend.run(batches[i % len(batches)])
+        clock = time.perf_counter_ns
+        # the same queries without the profiler, right before it starts: its overhead, measured
+        unprofiled = []
+        if profiler_cls.UNPROFILED_BASELINE:
+            for i in range(int(params.get("baseline", min(samples, 20)))):
+                t0 = clock()
+                backend.run(batches[i % len(batches)])
+                unprofiled.append(clock() - t0)
         profiler = profiler_cls(backend, workdir)
         sampler = SystemSampler(float(params.get("system_interval_ms", 10)) / 1000.0)
         sampler.start()
         profiler.start()
         spans = []
-        clock = time.perf_counter_ns
         try:
             for i in range(samples):
                 batch = batches[i % len(batches)]
@@ -75,6 +82,7 @@ def main(job: dict) -> dict:
     events, how = align(collected, spans)
     table = aggregate(events, spans, collected.untimed)
     top = int(params.get("top", 500))
+    table["summary"]["overhead"] = _overhead(table["summary"]["model_ns"]["p50"], unprofiled, profiler_cls)
     framework = info.get("framework") or b["name"]
     trace = chrome.build(spans, events, sampler.samples, {
         "backend": b["name"], "framework": framework, "version": info.get("version"), "model": opened.ref,
@@ -98,3 +106,15 @@ def main(job: dict) -> dict:
         "inputs": {"provider": "synthetic", "seed": int(params.get("seed", 0)), "batch_size": batch_size, "samples": samples},
         "trace_file": trace_path,
     }
+
+
+def _overhead(profiled_p50, unprofiled: list, profiler_cls) -> dict:
+    """The profiler's cost: profiled p50 over the p50 of the same queries run just before
+    it started; or why it cannot be measured in this process."""
+    if not unprofiled:
+        why = ("the framework profiles from load on, so no unprofiled query of this session exists; "
+               "compare with cr benchmark of the same configuration") if not profiler_cls.UNPROFILED_BASELINE else "no baseline queries"
+        return {"ratio": None, "why": why}
+    base = sorted(unprofiled)[len(unprofiled) // 2]
+    return {"ratio": round(profiled_p50 / base, 3) if base and profiled_p50 else None, "unprofiled_p50_ns": base,
+            "unprofiled_queries": len(unprofiled)}

@@ -66,6 +66,9 @@ class Collected:
 class Profiler:
     level = "layer"
     source = ""
+    #: False when the framework profiles from load on (ONNX Runtime): no unprofiled run
+    #: of the same session exists to measure the profiler's overhead against
+    UNPROFILED_BASELINE = True
 
     def __init__(self, backend, workdir: str):
         self.backend, self.workdir = backend, workdir

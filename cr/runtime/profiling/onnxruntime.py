@@ -19,6 +19,7 @@ _SUFFIX = "_kernel_time"
 
 class OnnxruntimeProfiler(Profiler):
     source = "onnxruntime SessionOptions.enable_profiling (node events)"
+    UNPROFILED_BASELINE = False  # the session profiles from its creation on
 
     @classmethod
     def load_options(cls, workdir):
