@@ -1481,19 +1481,25 @@
   }
 
   function profileCompareSection(recs) {
-    var profs = recs.filter(function (r) { return r.action === "profile" && arr(obj(r.profile).layers).length; }).slice(0, 3);
+    var profs = recs.filter(function (r) {
+      return r.action === "profile" && arr(obj(r.profile).layers).some(function (l) { return l && typeof l === "object"; });
+    }).slice(0, 3);
     var sec = section("Layers side by side", "profile-compare");
     if (profs.length < 2) { sec.appendChild(h("p", { class: "note" }, "Two profiles with per-layer times are needed.")); return sec; }
-    var ordered = profs.map(function (r) { return arr(obj(r.profile).layers).slice().sort(function (a, b) { return (a.order || 0) - (b.order || 0); }); });
+    var ordered = profs.map(function (r) {
+      return arr(obj(r.profile).layers).filter(function (l) { return l && typeof l === "object" && !Array.isArray(l); })
+        .sort(function (a, b) { return (isNum(a.order) ? a.order : 0) - (isNum(b.order) ? b.order : 0); });
+    });
     var base = ordered[0], maps = ordered.slice(1).map(function (o) { return matchProfiles(base, o); });
     var rows = [];
     base.forEach(function (l, i) {
       if (!maps.every(function (m) { return i in m; })) return;
       var cells = [l].concat(maps.map(function (m, k) { return ordered[k + 1][m[i]]; }));
-      var diff = cells.slice(1).reduce(function (a, c) { var d = (c.per_query_ns || 0) - (l.per_query_ns || 0); return Math.abs(d) > Math.abs(a) ? d : a; }, 0);
+      var ns = function (c) { return isNum(c.per_query_ns) ? c.per_query_ns : 0; };
+      var diff = cells.slice(1).reduce(function (a, c) { var d = ns(c) - ns(l); return Math.abs(d) > Math.abs(a) ? d : a; }, 0);
       // a fused node is named after the last layer it absorbed: its partner's path names the layer better
       var label = l.fused && cells[1].path && cells[1].path !== l.path ? cells[1].path : l.path || l.name;
-      rows.push({ layer: label, cls: l["class"] || l.op, cells: cells, diff: diff });
+      rows.push({ layer: txt(label), cls: txt(l["class"] || l.op), cells: cells, diff: diff });
     });
     rows.sort(function (a, b) { return Math.abs(b.diff) - Math.abs(a.diff); });
     sec.appendChild(h("p", { class: "note" }, rows.length + " layers matched of " + base.length + " (" + txt(obj(profs[0].backend).name) +
@@ -1504,7 +1510,8 @@
       }))),
       h("tbody", null, rows.map(function (r) {
         return h("tr", { "data-layer": r.layer }, h("td", { class: "mono" }, r.layer), h("td", null, r.cls), r.cells.map(function (c, k) {
-          var ratio = k && isNum(c.per_query_ns) && r.cells[0].per_query_ns ? " (" + (c.per_query_ns / r.cells[0].per_query_ns).toFixed(2) + "x)" : "";
+          var ratio = k && isNum(c.per_query_ns) && isNum(r.cells[0].per_query_ns) && r.cells[0].per_query_ns > 0 ?
+            " (" + (c.per_query_ns / r.cells[0].per_query_ns).toFixed(2) + "x)" : "";
           return h("td", { class: "num", title: txt(c.name) + " " + txt(c.op) }, fmtDur(c.per_query_ns) + ratio);
         }));
       })))));

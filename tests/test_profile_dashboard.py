@@ -51,3 +51,34 @@ def test_compare_page_shows_matched_layers_side_by_side(page, profiled_site):
     text = page.locator("#profile-compare-table").inner_text()
     assert "onnxruntime" in text and "torch (ratio)" in text and "x)" in text
     assert not page.problems
+
+
+def test_hostile_profile_fields_render_as_text(page, profiled_site, tmp_path):
+    import copy
+    import json
+
+    from cr.dashboard import build
+
+    _, ort, tor, _ = profiled_site
+    bad = copy.deepcopy(tor)
+    bad["uid"] = "badbadbadbadbad0"
+    bad["profile"]["layers"] = [{"name": "<img src=x onerror=alert(1)>", "op": "<b>op</b>", "per_query_ns": "many",
+                                 "path": None, "class": 7}, None, 3, "text", {"name": "x", "per_query_ns": -5}]
+    bad["profile"]["summary"] = {"coverage": "high", "model_ns": [1, 2]}
+    bad["trace"] = {"file": "<script>alert(2)</script>", "sha256": 12, "events": {"a": 1}}
+    other = copy.deepcopy(ort)
+    other["uid"] = "badbadbadbadbad1"
+    other["profile"]["layers"] = {"not": "a list"}
+    folder = tmp_path / "records"
+    folder.mkdir()
+    for rec in (bad, other, tor):
+        (folder / f"{rec['uid']}.json").write_text(json.dumps(rec))
+    site = tmp_path / "hostile-site"
+    build(folder, site)
+    _open(page, (site,), f"#/result/{bad['uid']}")
+    page.wait_for_selector("#profile-bars")
+    assert "<img src=x" in page.locator("#profile-bars").inner_text()  # shown as text, never as markup
+    assert page.locator("#profile-bars img").count() == 0
+    _open(page, (site,), f"#/compare/{bad['uid']},{other['uid']},{tor['uid']}")
+    page.wait_for_selector("#profile-compare")
+    assert not page.problems, page.problems
