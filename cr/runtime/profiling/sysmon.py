@@ -71,6 +71,13 @@ class SystemSampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._sample()  # the last state, at the end of the profiled queries
+        # /proc/stat counts in ticks (10 ms): a profile shorter than one has no utilisation
+        # yet; wait for the next tick (at most 50 ms, after the queries) so the track has one
+        waited = 0
+        while "CPU utilisation (no /proc/stat)" not in self.missing and waited < 10 and not any("cpu" in v for _, v in self.samples):
+            time.sleep(0.005)
+            waited += 1
+            self._sample()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
