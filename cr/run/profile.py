@@ -178,8 +178,11 @@ def compare(ref: str, backends: list[str], params: dict | None = None, backend_o
         raise CRError(f"--compare takes at most three backends, given {len(names)}", hint="compare two or three at a time")
     for name in names:  # every backend checked before the first one runs
         _check_profiler(registry.find(name))
+    from ..events import reporter
+
     recs = []
-    for name in names:
+    for k, name in enumerate(names, 1):
+        reporter().info(f"profiling {ref} on {name} ({k} of {len(names)})")
         out = Path(output_dir) / f"profile-{name}.json" if output_dir else None
         tr = Path(trace_dir) / f"trace-{name}.json" if trace_dir else None
         recs.append(profile(ref, backend=name, params=params, backend_options=(backend_options or {}).get(name),
