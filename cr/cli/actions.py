@@ -223,6 +223,9 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     _show(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
 
     def invalid():
+        if record.get("profile"):
+            output.warn("profiled: a framework profiler was on during this benchmark (backend option), so its latencies "
+                        "are profiled ones; the leaderboard leaves it out (use cr profile for layer timings)")
         if record["metrics"] and record["metrics"]["validity"] != "VALID":
             output.warn("INVALID run: " + "; ".join(record["metrics"]["invalid_reasons"]))
 

@@ -111,7 +111,8 @@ def _register_commands() -> None:
     software.env.add_command(resolve.exec_)
     software.env.add_command(resolve.shell)
     from .campaign import campaign, scheduler, worker
-    for command in (campaign, scheduler, worker):
+    from .profile import profile
+    for command in (campaign, scheduler, worker, profile):
         cli.add_command(command)
 
 

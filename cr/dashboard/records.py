@@ -22,6 +22,7 @@ from array import array
 
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
+from ..results.traces import is_profiled
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
 # says 16 lowercase hex digits; anything outside this safe alphabet is refused.
@@ -395,7 +396,7 @@ def summarise(record: dict) -> list:
     scenario = _str(metrics.get("scenario") or (config.get("scenario") if record.get("action") == "benchmark" else ""), 40)
     return [
         record["uid"],
-        _str(record.get("action"), 40),
+        _str("benchmark (profiled)" if is_profiled(record) else record.get("action"), 40),  # out of the leaderboard
         _str(record.get("status"), 40) or "unknown",
         _str(record.get("ended") or record.get("started"), 40),
         _str(subject.get("ref")) or "unknown",

@@ -58,6 +58,7 @@ from .files import UID, int64s, load, read_side, record_bytes, record_file, same
 from .index import INDEX_FILE
 from .latencies import SIDE_SUFFIX, encode, side_raw
 from .summary import COLUMNS, summarize
+from .traces import trace_file
 from .validate import InvalidResult, problems
 
 __all__ = ["ResultStore", "default_store", "InvalidResult", "ReindexStats", "record_file", "side_file",
@@ -536,7 +537,7 @@ class ResultStore:
                 full.append(broken)
         full = list(dict.fromkeys(full))
         for uid in full:
-            for rel in (record_file(uid), side_file(uid)):
+            for rel in (record_file(uid), side_file(uid), trace_file(uid)):  # a profile's trace too
                 try:
                     os.unlink(self.root / rel)
                 except FileNotFoundError:

@@ -14,6 +14,7 @@ class NullBackend(Backend):
     name = "null"
     FORMATS = None
     REQUIRES = ()
+    PROFILER = "cr.runtime.profiling:ModelOnly"
     OPTIONS = {"sleep_ms": "milliseconds each run() sleeps (default 0: return at once)"}
 
     def load(self, model_path, meta, options):

@@ -20,6 +20,7 @@ class OnnxruntimeBackend(Backend):
     name = "onnxruntime"
     FORMATS = ("onnx",)
     REQUIRES = ("software:onnxruntime@>=1.17",)
+    PROFILER = "cr.runtime.profiling.onnxruntime:OnnxruntimeProfiler"
     OPTIONS = {
         "intra_op_threads": "threads inside one operator (default: threads, else all cores)",
         "inter_op_threads": "threads across operators (parallel execution mode only)",
@@ -27,7 +28,8 @@ class OnnxruntimeBackend(Backend):
         "execution_mode": "sequential (default) or parallel",
         "providers": "execution providers in order, e.g. [\"cuda\", \"cpu\"]; auto (default): CUDA when present, then CPU",
         "provider_options": "{provider: {option: value}} passed to those providers",
-        "profile": "true: record ONNX Runtime's profile; the result names its file",
+        "profile": "true: record ONNX Runtime's profile; the result names its file (the run is flagged profiled)",
+        "profile_prefix": "where ONNX Runtime writes its profile: a path prefix (default: the current directory)",
     }
 
     def load(self, model_path, meta, options):
@@ -55,6 +57,8 @@ class OnnxruntimeBackend(Backend):
             raise CRError(f"onnxruntime option execution_mode is {mode!r}", hint="use sequential or parallel")
         so.execution_mode = ort.ExecutionMode.ORT_PARALLEL if mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
         so.enable_profiling = bool(options.get("profile", False))
+        if so.enable_profiling and options.get("profile_prefix"):
+            so.profile_file_prefix = str(options["profile_prefix"])
         self._requested = self._providers(options.get("providers", "auto"))
         provider_options = options.get("provider_options") or {}
         per_provider = [provider_options.get(p, provider_options.get(_short(p), {})) for p in self._requested]

@@ -33,6 +33,7 @@ class TensorflowBackend(Backend):
     name = "tensorflow"
     FORMATS = ("savedmodel", "keras", "tf-frozen-graph")
     REQUIRES = ("software:tensorflow-cpu",)
+    PROFILER = "cr.runtime.profiling.tensorflow:TensorflowProfiler"
     OPTIONS = {
         "inter_op_threads": "threads across operators (tf.config.threading; default TensorFlow's)",
         "signature": "the SavedModel signature to run (default serving_default)",

@@ -34,6 +34,7 @@ class TensorrtBackend(Backend):
     name = "tensorrt"
     FORMATS = ("trt-plan", "onnx")
     REQUIRES = ("software:tensorrt",)
+    PROFILER = "cr.runtime.profiling.tensorrt:TensorrtProfiler"
     OPTIONS = {
         "fp16": "true: allow FP16 kernels when building from ONNX",
         "int8": "true: allow INT8 kernels (the ONNX must carry Q/DQ nodes: no calibration here)",

@@ -29,6 +29,7 @@ class TfliteBackend(Backend):
     name = "tflite"
     FORMATS = ("tflite",)
     REQUIRES = ("software:ai-edge-litert",)
+    PROFILER = "cr.runtime.profiling.tflite:TfliteProfiler"
     OPTIONS = {
         "delegates": "[{library, options}]: delegates to load (e.g. libedgetpu.so.1), in order",
         "xnnpack": "false: no default delegates (the XNNPACK CPU delegate); true/unset: the runtime's default",

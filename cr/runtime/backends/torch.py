@@ -26,6 +26,7 @@ class TorchBackend(Backend):
     name = "torch"
     FORMATS = ("torchscript", "torch-exported", "torch-state-dict")
     REQUIRES = ("software:torch@>=2.0",)
+    PROFILER = "cr.runtime.profiling.torch:TorchProfiler"
     OPTIONS = {
         "interop_threads": "threads across operators (torch.set_num_interop_threads; default torch's)",
         "device": "cpu (default), cuda or cuda:N",

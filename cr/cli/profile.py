@@ -1,0 +1,212 @@
+"""cr profile: per-layer timings from the framework's own profiler, one trace, layers across backends."""
+from __future__ import annotations
+
+import click
+
+from . import output
+from .options import BackendOption, backend_options
+
+
+def _ms(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.4f}"
+
+
+def _us(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e3:.1f}"
+
+
+def _share(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _overhead(o: dict) -> str:
+    if o.get("ratio") is None:
+        return "not measured: " + (o.get("why") or "unknown")
+    return f"{o['ratio']:.2f}x the unprofiled p50 ({_ms(o['unprofiled_p50_ns'])} ms over {o['unprofiled_queries']} queries just before)"
+
+
+def layer_rows(profile: dict, top: int) -> list[list]:
+    """The table's rows: the top layers by total time, then one "other" row for the rest."""
+    layers = profile.get("layers") or []
+    rows = [[l["name"], l["op"], l.get("provider") or "", l["calls"], _ms(l["total_ns"]), _us(l["mean_ns"]), _share(l.get("share"))]
+            for l in layers[:top]]
+    rest = layers[top:]
+    if rest:
+        total = sum(l["total_ns"] for l in rest)
+        share = sum(l.get("share") or 0 for l in rest)
+        rows.append([f"other ({len(rest)} layers)", "", "", sum(l["calls"] for l in rest), _ms(total), "", _share(share)])
+    if not layers:
+        rows = [[u["name"], u["op"], "", "", "-", "-", "-"] for u in (profile.get("untimed") or [])[:top]]
+    return rows
+
+
+def summary_rows(record: dict) -> list[list]:
+    p = record["profile"]
+    s = p["summary"]
+    m = s["model_ns"]
+    rows = [["backend", record["backend"]["name"] + (f" ({(record['backend'].get('info') or {}).get('framework')} "
+                                                      f"{(record['backend'].get('info') or {}).get('version')})"
+                                                      if (record["backend"].get("info") or {}).get("version") else "")],
+            ["profiler", p.get("source")],
+            ["queries", f"{s['queries']} profiled (after {s.get('warmup', 0)} warm-up), batch {s.get('batch_size')}"],
+            ["model time p50", f"{_ms(m.get('p50'))} ms per query (profiled: slower than a benchmark)"],
+            ["layer time", f"{_ms(s['layer_ns_total'] // max(1, s['queries']))} ms per query over {s['layers']} layers"],
+            ["coverage", "-" if s.get("coverage") is None else f"{s['coverage']:.3f} (sum of layer times / model time)"],
+            ["profiler overhead", _overhead(s.get("overhead") or {})]]
+    if p.get("note"):
+        rows.append(["note", p["note"]])
+    system = p.get("system") or {}
+    if system.get("missing"):
+        rows.append(["system track", "not readable here: " + "; ".join(system["missing"])])
+    trace = record.get("trace") or {}
+    where = trace.get("exported") or trace.get("beside_output") or trace.get("file")
+    if where:
+        rows.append(["trace", f"{where} ({trace.get('events')} events; open in Perfetto or chrome://tracing)"])
+    return rows
+
+
+def compare_rows(comparison: dict, top: int) -> tuple[list[str], list[list]]:
+    names = comparison["summary"]["backends"]
+    columns = ["LAYER", "OP"] + [f"{n} us" for n in names] + [f"{n}/{names[0]}" for n in names[1:]] + ["FUSED / NODES"]
+    rows = []
+    for r in comparison["rows"][:top]:
+        cells = [r["backends"].get(n) for n in names]
+        nodes = "; ".join(r.get("fused") or []) or " | ".join(f"{c['name']} ({c['op']})" for c in cells if c)
+        rows.append([r["layer"], r["class"], *[_us(c["per_query_ns"]) if c else "-" for c in cells],
+                     *[f"{c['ratio']:.2f}" if c and c.get("ratio") is not None else "-" for c in cells[1:]], nodes])
+    return columns, rows
+
+
+@click.command()
+@click.argument("ref", nargs=-1, required=True)
+@click.option("--backend", cls=BackendOption, help="Backend to profile (cr.backends entry point): {backends}.")
+@click.option("--compare", "compare", metavar="B1,B2[,B3]", help="Profile on two or three backends and match their layers.")
+@click.option("--variant", "variants", multiple=True, metavar="[BACKEND=]VARIANT",
+              help="Model variant (default: the first the backend loads); with --compare: BACKEND=VARIANT, repeatable.")
+@click.option("-O", "--option", "options", multiple=True, metavar="[BACKEND:]KEY=VALUE",
+              help="Backend option (repeatable); with --compare: BACKEND:KEY=VALUE.")
+@click.option("--samples", type=int, help="Profiled queries (default 50).")
+@click.option("--warmup", type=int, help="Queries run before the profiler starts (default 5).")
+@click.option("--batch-size", type=int, help="Samples per model call (default: the model's batch, else 1).")
+@click.option("--threads", type=int, help="The backend's compute threads.")
+@click.option("--top", "top", type=int, default=20, show_default=True, help="Layers shown (the rest are one 'other' row).")
+@click.option("--trace", "trace", type=click.Path(dir_okay=True), help="Also write the Chrome trace here (.json, or .json.gz); with --compare: a folder.")
+@click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), help="Run inside this lock's interpreter and environment.")
+@click.option("-o", "--output", "out", type=click.Path(), help="Write the result record (JSON) here (trace beside it); with --compare: a folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print the record (or the comparison) as JSON.")
+@click.option("--no-store", "store", is_flag=True, default=True, flag_value=False, help="Do not keep the result in the results store.")
+@click.option("--install", is_flag=True, help="Install what running the model needs and is missing here first.")
+@click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+def profile(ref, backend, compare, variants, options, samples, warmup, batch_size, threads, top, trace, lock_file, out,
+            as_json, store, install, timeout_s):
+    """Profile a model layer by layer: cr profile model NAME --backend onnxruntime [--trace t.json].
+
+    Runs the model --samples times under the framework's own profiler (onnxruntime's
+    session profiling, torch.profiler, tf.profiler, TensorRT's IProfiler; TFLite and null:
+    model level only) in a separate process, outside any benchmark: profiled times are
+    slower than benchmarked ones and never enter the leaderboard. Prints the per-layer
+    table and the coverage (sum of layer times / model time); the Chrome trace (model,
+    layer and system tracks) is kept beside the result. With --compare onnxruntime,torch
+    the layers are matched across backends (docs/profiling.md says how).
+    """
+    from ..errors import CRError
+    from ..run import profile as run_profile
+    from ..store.refs import parse_ref_words
+
+    ref = str(parse_ref_words(ref))
+    params = {k: v for k, v in dict(samples=samples, warmup=warmup, batch_size=batch_size, threads=threads,
+                                    timeout_s=timeout_s).items() if v is not None}
+    if compare is not None:
+        if backend:
+            raise CRError("give --backend or --compare, not both", hint="--compare onnxruntime,torch profiles on each")
+        names = [b.strip() for b in compare.split(",") if b.strip()]
+        per_variant, per_options = {}, {}
+        for v in variants:
+            name, sep, value = v.partition("=")
+            if not sep:
+                raise CRError(f"--variant {v!r}: with --compare give BACKEND=VARIANT", hint="e.g. --variant torch=state-dict")
+            per_variant[name] = value
+        for o in options:
+            name, sep, pair = o.partition(":")
+            if not sep or "=" not in pair:
+                raise CRError(f"-O {o!r}: with --compare give BACKEND:KEY=VALUE", hint="e.g. -O onnxruntime:graph_optimization_level=basic")
+            per_options.setdefault(name, []).append(pair)
+        unknown = sorted((set(per_variant) | set(per_options)) - set(names))
+        if unknown:
+            raise CRError(f"--variant/-O name {', '.join(unknown)}, which --compare does not run", hint=f"--compare runs {', '.join(names)}")
+        if trace is not None:
+            _folder(trace, "--trace")
+        if out is not None:
+            _folder(out, "-o")
+        result = run_profile.compare(ref, names, params=params, variants=per_variant,
+                                     backend_options={n: backend_options(tuple(p)) for n, p in per_options.items()},
+                                     store=store, install=install, output_dir=out, trace_dir=trace)
+        _show_compare(result, top, as_json)
+        return
+    if len(variants) > 1:
+        raise CRError("--variant given more than once", hint="one variant per profile (BACKEND=VARIANT is for --compare)")
+    from .actions import _kept, _one, _conclude, _status
+
+    record, not_stored = _kept(lambda: run_profile.profile(ref, backend=backend, params=params, backend_options=backend_options(options),
+                                                           variant=variants[0] if variants else None, trace=trace, output=out,
+                                                           store=store, lock=lock_file, install=install))
+    record = _one(record)
+    if as_json:
+        from ..results.record import to_json
+
+        output.emit_json(to_json(record))
+    elif record["status"] == "ok":
+        p = record["profile"]
+        title = f"{record['components'][0]['ref']} on {record['backend']['name']}: layers by time"
+        output.table(["LAYER", "OP", "PROVIDER", "CALLS", "TOTAL ms", "MEAN us", "SHARE"], layer_rows(p, top), title=title,
+                     empty="no layer events")
+        output.table(["PROFILE", "VALUE"], summary_rows(record))
+    if out:
+        click.echo(f"result: {out}", err=True)
+
+    def kept_files():
+        error = record.get("error") or {}
+        if record["status"] != "ok" and error.get("kept"):
+            output.warn(f"the profile's work files are kept in {error['kept']}")
+
+    _conclude(not_stored, kept_files, lambda: _status(record))
+
+
+def _folder(path: str, flag: str) -> None:
+    from pathlib import Path
+
+    from ..errors import CRError
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise CRError(f"{flag} {path} is a file; with --compare it names a folder", hint=f"give a folder for {flag}")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CRError(f"cannot create the folder {path} ({flag}): {exc.strerror or exc}", hint="give a folder you can write") from None
+
+
+def _show_compare(result: dict, top: int, as_json: bool) -> None:
+    from ..errors import CRError
+    from ..results.record import to_json
+
+    records, comparison = result["records"], result["comparison"]
+    if as_json:
+        output.emit_json({"records": [to_json(r) for r in records], "comparison": comparison})
+    elif comparison is not None:
+        s = comparison["summary"]
+        columns, rows = compare_rows(comparison, top)
+        output.table(columns, rows, title=f"{records[0]['components'][0]['ref']}: layers matched across {', '.join(s['backends'])} "
+                                          f"(largest time difference first)")
+        info = [[n, f"{s['layers'][n]} layers, {s['unmatched'][n]} unmatched, coverage "
+                    f"{'-' if s['coverage'][n] is None else format(s['coverage'][n], '.3f')}, model p50 {_ms(s['model_ns'][n])} ms"]
+                for n in s["backends"]]
+        info.append(["matched", f"{s['matched']} layers ({s['fused_rows']} with fused nodes)"])
+        for n, rest in comparison["unmatched"].items():
+            if rest:
+                info.append([f"unmatched {n}", ", ".join(f"{u['name']} ({u['op']})" for u in rest[:8]) + (" ..." if len(rest) > 8 else "")])
+        output.table(["BACKEND", "PROFILE"], info)
+    failed = [r for r in records if r["status"] != "ok"]
+    if failed:
+        error = failed[0].get("error") or {}
+        raise CRError(f"profile on {failed[0]['backend']['name']} failed: {error.get('message')}", hint=error.get("hint"))

@@ -1,0 +1,120 @@
+"""The profile action's entry (actions/profile/meta.json: entry).
+
+job: see cr.runtime.actions.common; job["log_dir"]: the work directory the framework's
+profile files go to and the trace is written to (``trace.json``); params: samples,
+warmup, batch_size, seed, threads, system_interval_ms, top.
+  ->  {"profile": {"level", "source", "note", "summary", "layers", "untimed", "files",
+                   "clock", "system"}, "backend_info", "model_file", "pipeline", "inputs",
+       "trace_file"}
+
+The queries run after the warm-up, outside any benchmark: profiling slows a model, so a
+profile's times are never a benchmark's latencies. Inputs are seeded synthetic arrays of
+the declared inputs (a profile measures where time goes, not accuracy).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from ...errors import CRError
+from ...fsutil import atomic_write_bytes
+from ..backends.base import check_inputs
+from ..inputs import SyntheticInputs, batch_size_for
+from ..profiling import aggregate, align, chrome, profiler_class
+from ..profiling.sysmon import SystemSampler
+from ..registry import BackendEntry, load_class
+from .common import open_backend
+
+TRACE_NAME = "trace.json"
+
+
+def main(job: dict) -> dict:
+    params = dict(job.get("params") or {})
+    samples, warmup = int(params.get("samples", 50)), int(params.get("warmup", 5))
+    workdir = job.get("log_dir")
+    if not workdir or not os.path.isdir(workdir):
+        raise CRError(f"the profile job has no work directory ({workdir!r})", hint="run profiles with cr profile")
+    b = job["backend"]
+    cls = load_class(BackendEntry(b["name"], b["entry"], b.get("origin", "the job")))
+    profiler_cls = profiler_class(cls)
+    if profiler_cls is None:
+        raise CRError(f"backend {b['name']!r} has no profiler", hint="profile on a backend that names one (cr profile --help)")
+    job = {**job, "backend": {**b, "options": {**(b.get("options") or {}), **profiler_cls.load_options(workdir)}}}
+    opened = open_backend(job)
+    backend = opened.backend
+    try:
+        declared = opened.input_specs()
+        batch_size = batch_size_for(declared, params.get("batch_size"), opened.ref)
+        batches = SyntheticInputs(declared, batch_size, seed=int(params.get("seed", 0)), count=4).batches()
+        specs = backend.inputs()
+        for batch in batches:
+            check_inputs(specs, batch)
+        if callable(getattr(backend, "prepare", None)):
+            backend.prepare(batches[0])
+        for i in range(warmup):
+            backend.run(batches[i % len(batches)])
+        clock = time.perf_counter_ns
+        # the same queries without the profiler, right before it starts: its overhead, measured
+        unprofiled = []
+        if profiler_cls.UNPROFILED_BASELINE:
+            for i in range(int(params.get("baseline", min(samples, 20)))):
+                t0 = clock()
+                backend.run(batches[i % len(batches)])
+                unprofiled.append(clock() - t0)
+        profiler = profiler_cls(backend, workdir)
+        sampler = SystemSampler(float(params.get("system_interval_ms", 10)) / 1000.0)
+        sampler.start()
+        profiler.start()
+        spans = []
+        try:
+            for i in range(samples):
+                batch = batches[i % len(batches)]
+                t0 = clock()
+                profiler.run(batch)
+                spans.append((t0, clock()))
+        finally:
+            collected = profiler.stop()
+            sampler.stop()
+        info = opened.info()
+    finally:
+        backend.close()
+    events, how = align(collected, spans)
+    table = aggregate(events, spans, collected.untimed)
+    top = int(params.get("top", 500))
+    table["summary"]["overhead"] = _overhead(table["summary"]["model_ns"]["p50"], unprofiled, profiler_cls)
+    framework = info.get("framework") or b["name"]
+    trace = chrome.build(spans, events, sampler.samples, {
+        "backend": b["name"], "framework": framework, "version": info.get("version"), "model": opened.ref,
+        "source": profiler.source, "clock": "time.perf_counter_ns of the profiled process, first query at 0",
+        "alignment": how, "note": collected.note,
+    })
+    trace_path = os.path.join(workdir, TRACE_NAME)
+    atomic_write_bytes(trace_path, json.dumps(trace, separators=(",", ":")).encode("utf-8"))
+    return {
+        "profile": {
+            "level": profiler.level, "source": profiler.source, "note": collected.note,
+            "summary": {**table["summary"], "layers_kept": min(top, len(table["layers"])), "batch_size": batch_size,
+                        "warmup": warmup},
+            "layers": table["layers"][:top], "untimed": collected.untimed,
+            "files": [os.path.basename(f) for f in collected.files], "clock": how,
+            "system": {"samples": len(sampler.samples), "interval_ms": sampler.interval_s * 1000, "missing": sampler.missing},
+        },
+        "backend_info": info,
+        "model_file": opened.model_file(),
+        "pipeline": opened.pipeline(),
+        "inputs": {"provider": "synthetic", "seed": int(params.get("seed", 0)), "batch_size": batch_size, "samples": samples},
+        "trace_file": trace_path,
+    }
+
+
+def _overhead(profiled_p50, unprofiled: list, profiler_cls) -> dict:
+    """The profiler's cost: profiled p50 over the p50 of the same queries run just before
+    it started; or why it cannot be measured in this process."""
+    if not unprofiled:
+        why = ("the framework profiles from load on, so no unprofiled query of this session exists; "
+               "compare with cr benchmark of the same configuration") if not profiler_cls.UNPROFILED_BASELINE else "no baseline queries"
+        return {"ratio": None, "why": why}
+    base = sorted(unprofiled)[len(unprofiled) // 2]
+    return {"ratio": round(profiled_p50 / base, 3) if base and profiled_p50 else None, "unprofiled_p50_ns": base,
+            "unprofiled_queries": len(unprofiled)}

@@ -1,0 +1,191 @@
+"""Layer-level profiles: a framework's own profiler, normalised to one table and one trace.
+
+A backend that can be profiled names its profiler class in the class attribute
+``PROFILER`` ("module:Class"), which the host reads without importing any framework
+(cr.runtime.registry.load_class imports only the backend's module). The profiler:
+
+    cls.load_options(workdir) -> dict   backend options to add before load() (e.g.
+                                        onnxruntime's profile=true), default none
+    p = cls(backend, workdir)           built on the loaded backend
+    p.start(); p.run(batch) ...; p.stop() -> Collected
+
+``run`` is the backend's run() with a marker around it where the framework's clock is
+not ours (torch.profiler.record_function, a tf.profiler TraceMe); ``Collected.markers``
+are those runs' starts on the framework's clock, which align() uses to move every layer
+event onto this process's time.perf_counter_ns: one clock for the model, layer and
+system tracks. ``level`` is "layer", or "model" when the framework exposes no per-layer
+timing (then ``note`` says so in one line and the table lists ops untimed, if known).
+
+Coverage is the sum of a query's layer times over that query's span (the model time the
+harness measured around run()), the median over the profiled queries (so one query the
+OS stalled does not move it; ``coverage_of_total`` is the plain ratio of the sums): below
+1, time no layer accounts for (framework overhead between ops, the profiler's own
+bookkeeping, Python); above 1, ops overlapping on several threads. A layer's ``share`` is
+its time per query over the median query time.
+"""
+from __future__ import annotations
+
+import importlib
+import statistics
+from dataclasses import dataclass, field
+
+from ...errors import CRError
+
+
+class ProfileUnreadable(CRError):
+    """The framework's profile file could not be parsed; the file is kept and named."""
+
+
+def unreadable(framework: str, path: str, reason: str) -> ProfileUnreadable:
+    return ProfileUnreadable(f"cannot read {framework}'s profile {path}: {reason}",
+                             hint="the file is kept as it was written; check the framework's version "
+                                  "(its profile format may have changed), or profile on another backend")
+
+
+@dataclass
+class LayerEvent:
+    name: str            # layer or node name as the framework calls it ("/features/features.0/Conv")
+    op: str              # op type ("Conv", "aten::conv2d", "Conv2D")
+    start_ns: int        # on the framework's clock until align(), then on perf_counter_ns
+    dur_ns: int
+    provider: str | None = None   # execution provider, kernel, delegate, tactic
+    thread: object = 0
+    args: dict | None = None
+    query: int | None = None      # set by align()
+
+
+@dataclass
+class Collected:
+    events: list = field(default_factory=list)    # LayerEvent
+    markers: list = field(default_factory=list)   # start of each run, framework clock (ns)
+    files: list = field(default_factory=list)     # the framework's own profile files, kept
+    untimed: list = field(default_factory=list)   # [{"name", "op"}] ops known but not timed
+    note: str | None = None
+
+
+class Profiler:
+    level = "layer"
+    source = ""
+    #: False when the framework profiles from load on (ONNX Runtime): no unprofiled run
+    #: of the same session exists to measure the profiler's overhead against
+    UNPROFILED_BASELINE = True
+
+    def __init__(self, backend, workdir: str):
+        self.backend, self.workdir = backend, workdir
+
+    @classmethod
+    def load_options(cls, workdir: str) -> dict:
+        return {}
+
+    def start(self) -> None:
+        pass
+
+    def run(self, batch):
+        return self.backend.run(batch)
+
+    def stop(self) -> Collected:
+        return Collected()
+
+
+class ModelOnly(Profiler):
+    """Model-level spans only (the null backend, a framework without per-layer timing)."""
+
+    level = "model"
+    source = "model-level spans (the harness's own timer)"
+    NOTE = "this backend records no per-layer timing: model-level spans only"
+
+    def stop(self) -> Collected:
+        return Collected(note=self.NOTE)
+
+
+def profiler_class(backend_cls) -> type | None:
+    """The profiler class a backend class names in PROFILER, None when it names none."""
+    spec = getattr(backend_cls, "PROFILER", None)
+    if not spec:
+        return None
+    module, _, attr = str(spec).partition(":")
+    if not module.startswith("."):
+        return getattr(importlib.import_module(module), attr)
+    return getattr(importlib.import_module(module, __name__), attr)
+
+
+def align(collected: Collected, spans: list[tuple[int, int]]) -> tuple[list, dict]:
+    """Move the layer events onto the spans' clock and keep those inside a profiled query.
+
+    The last len(spans) markers pair with the spans (earlier ones are warm-up runs the
+    framework also recorded); the offset is their median difference. Without markers the
+    events are taken to be on the spans' clock already. Returns (events, how) with each
+    event's ``query`` set; events outside every query are dropped (counted in how)."""
+    markers = sorted(collected.markers)[-len(spans):] if spans else []
+    if markers and len(markers) == len(spans):
+        offset = int(statistics.median(s[0] - m for s, m in zip(spans, markers)))
+        how = {"clock": "aligned by per-run markers", "offset_ns": offset}
+    elif markers:
+        offset = int(statistics.median(s[0] - m for s, m in zip(spans, markers)))
+        how = {"clock": f"aligned by {len(markers)} markers for {len(spans)} queries", "offset_ns": offset}
+    else:
+        offset = 0
+        how = {"clock": "framework events already on the harness clock", "offset_ns": 0}
+    kept, dropped = [], 0
+    ends = [(s, e) for s, e in spans]
+    slack = 50_000  # 50 us: a marker starts a little after the harness's timer
+    q = 0
+    for ev in sorted(collected.events, key=lambda e: e.start_ns):
+        ev.start_ns += offset
+        mid = ev.start_ns + ev.dur_ns // 2
+        while q < len(ends) and mid > ends[q][1] + slack:
+            q += 1
+        if q < len(ends) and ends[q][0] - slack <= mid <= ends[q][1] + slack:
+            ev.query = q
+            kept.append(ev)
+        else:
+            dropped += 1
+    how["outside_queries"] = dropped
+    return kept, how
+
+
+def aggregate(events: list, spans: list[tuple[int, int]], untimed: list | None = None) -> dict:
+    """The per-layer table and the summary (what a profile record holds)."""
+    model_total = sum(e - s for s, e in spans)
+    groups: dict = {}
+    for order, ev in enumerate(events):
+        key = (ev.name, ev.op, ev.provider)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"name": ev.name, "op": ev.op, "provider": ev.provider, "calls": 0, "total_ns": 0,
+                               "order": order}
+            if ev.args and ev.args.get("shapes"):
+                g["shapes"] = ev.args["shapes"]
+        g["calls"] += 1
+        g["total_ns"] += ev.dur_ns
+    layers = sorted(groups.values(), key=lambda g: (-g["total_ns"], g["order"]))
+    first = sorted(layers, key=lambda g: g["order"])
+    for position, g in enumerate(first):
+        g["order"] = position  # execution order (first call), what fusion detection walks
+    n = max(1, len(spans))
+    durations = sorted(e - s for s, e in spans)
+    p50 = int(statistics.median(durations)) if durations else None
+    for g in layers:
+        g["mean_ns"] = g["total_ns"] // max(1, g["calls"])
+        g["per_query_ns"] = g["total_ns"] // n
+        g["share"] = round(g["per_query_ns"] / p50, 5) if p50 else None
+    layer_total = sum(g["total_ns"] for g in layers)
+    per_query = [0] * len(spans)
+    for ev in events:
+        if ev.query is not None and 0 <= ev.query < len(per_query):
+            per_query[ev.query] += ev.dur_ns
+    ratios = [t / (e - s) for t, (s, e) in zip(per_query, spans) if e > s]
+    summary = {
+        "queries": len(spans),
+        "model_ns": {"total": model_total, "p50": p50, "mean": model_total // n if spans else None,
+                     "min": durations[0] if durations else None, "max": durations[-1] if durations else None},
+        "layer_ns_total": layer_total,
+        # the median of the queries' own coverage: one query stalled by the OS does not move it
+        "coverage": round(statistics.median(ratios), 4) if ratios and layers else None,
+        "coverage_of_total": round(layer_total / model_total, 4) if model_total and layers else None,
+        "layers": len(layers),
+        "events": len(events),
+    }
+    if untimed:
+        summary["untimed_ops"] = len(untimed)
+    return {"summary": summary, "layers": layers}

@@ -1,0 +1,84 @@
+"""A profile on the dashboard: per-layer bars (top 20 + other), coverage and the trace's
+place on its result page; two profiles' matched layers side by side on the compare page.
+Real profiles (lenet-digits on onnxruntime and torch), a real site, real Chromium."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_dashboard import _open, _wait, browser, page  # noqa: E402,F401  (fixtures)
+
+
+@pytest.fixture
+def profiled_site(cr_home, tmp_path):
+    from cr.dashboard import build
+    from cr.run.profile import profile
+
+    params = {"samples": 5, "warmup": 1, "batch_size": 64, "threads": 1}
+    ort = profile("model:lenet-digits", backend="onnxruntime", params=params)
+    tor = profile("model:lenet-digits", backend="torch", variant="state-dict", params=params)
+    big = profile("model:lenet-digits", backend="torch", variant="torchscript", params=params)
+    assert ort["status"] == tor["status"] == big["status"] == "ok"
+    site = tmp_path / "site"
+    build(cr_home / "results", site)
+    return (site,), ort, tor, big
+
+
+def test_result_page_shows_layer_bars_coverage_and_trace(page, profiled_site):
+    site, ort, tor, _ = profiled_site
+    _open(page, site, f"#/result/{tor['uid']}")
+    page.wait_for_selector("#profile-bars")
+    rows = page.locator("#profile-bars tbody tr")
+    layers = tor["profile"]["layers"]
+    assert rows.count() == min(20, len(layers)) + (1 if len(layers) > 20 else 0)
+    assert rows.first.get_attribute("data-layer") == layers[0]["name"]  # the slowest first
+    widths = page.evaluate("[...document.querySelectorAll('#profile-bars .profile-bar')].map(b => parseFloat(b.style.width))")
+    assert widths[0] == 100.0 and all(0 <= w <= 100 for w in widths)
+    summary = page.locator("#profile table.profile-summary").inner_text()
+    assert f"{tor['profile']['summary']['coverage']:.3f}" in summary and tor["trace"]["file"] in summary
+    assert not page.problems
+
+
+def test_compare_page_shows_matched_layers_side_by_side(page, profiled_site):
+    site, ort, tor, _ = profiled_site
+    _open(page, site, f"#/compare/{ort['uid']},{tor['uid']}")
+    page.wait_for_selector("#profile-compare-table")
+    layers = page.evaluate("[...document.querySelectorAll('#profile-compare-table tbody tr')].map(r => r.dataset.layer)")
+    assert {"features.0", "features.2", "classifier.1", "classifier.3"} <= set(layers), layers
+    text = page.locator("#profile-compare-table").inner_text()
+    assert "onnxruntime" in text and "torch (ratio)" in text and "x)" in text
+    assert not page.problems
+
+
+def test_hostile_profile_fields_render_as_text(page, profiled_site, tmp_path):
+    import copy
+    import json
+
+    from cr.dashboard import build
+
+    _, ort, tor, _ = profiled_site
+    bad = copy.deepcopy(tor)
+    bad["uid"] = "badbadbadbadbad0"
+    bad["profile"]["layers"] = [{"name": "<img src=x onerror=alert(1)>", "op": "<b>op</b>", "per_query_ns": "many",
+                                 "path": None, "class": 7}, None, 3, "text", {"name": "x", "per_query_ns": -5}]
+    bad["profile"]["summary"] = {"coverage": "high", "model_ns": [1, 2]}
+    bad["trace"] = {"file": "<script>alert(2)</script>", "sha256": 12, "events": {"a": 1}}
+    other = copy.deepcopy(ort)
+    other["uid"] = "badbadbadbadbad1"
+    other["profile"]["layers"] = {"not": "a list"}
+    folder = tmp_path / "records"
+    folder.mkdir()
+    for rec in (bad, other, tor):
+        (folder / f"{rec['uid']}.json").write_text(json.dumps(rec))
+    site = tmp_path / "hostile-site"
+    build(folder, site)
+    _open(page, (site,), f"#/result/{bad['uid']}")
+    page.wait_for_selector("#profile-bars")
+    assert "<img src=x" in page.locator("#profile-bars").inner_text()  # shown as text, never as markup
+    assert page.locator("#profile-bars img").count() == 0
+    _open(page, (site,), f"#/compare/{bad['uid']},{other['uid']},{tor['uid']}")
+    page.wait_for_selector("#profile-compare")
+    assert not page.problems, page.problems
