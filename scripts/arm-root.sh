@@ -95,7 +95,7 @@ cmd_build() {
   mkdir -p "$ROOT/proc" "$ROOT/sys" "$ROOT/dev" "$ROOT/tmp" "$ROOT/root" "$ROOT/run"
   chmod 1777 "$ROOT/tmp"
   local lib=$ROOT/usr/lib/$TRIPLET so alt
-  for so in libblas.so.3 liblapack.so.3; do   # update-alternatives' links
+  for so in libblas.so.3 liblapack.so.3 libopenblas.so.0; do   # update-alternatives' links
     [[ -e $lib/$so ]] && continue
     for alt in openblas-pthread blas lapack; do
       if [[ -e $lib/$alt/$so ]]; then ln -sf "$alt/$so" "$lib/$so"; break; fi
