@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cr.dashboard.records import platform_label
+from test_dashboard import browser, page  # noqa: F401  (fixtures: Debian Chromium, skipped without it)
 from cr.platform import Platform, detect, parse
 from cr.software.recipe import Recipe
 from cr.store.meta import load_json, validate
@@ -236,3 +237,40 @@ def test_delete_is_refused_while_something_is_mounted_in_the_root(tmp_path):
         assert (harmless / "precious").read_text() == "keep me"
     finally:
         subprocess.run(["umount", str(roots / "arm64" / "dev")], capture_output=True)
+
+
+# -- the dashboard ------------------------------------------------------------------------
+
+def test_dashboard_shows_emulated_and_real_pi_apart(tmp_path, page):
+    """The same solution on a real Pi and on an emulated one: two rows, two platforms; the
+    emulated one carries a tag and its label says so."""
+    from cr.dashboard import build, sample
+    from cr.events import CollectingReporter, set_reporter
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_dashboard import _load_js, _open, _rows, write
+
+    import random
+
+    rng = random.Random(3)
+    folder = tmp_path / "results"
+    real, emulated = detect(FIXTURES / "rpi4-64").to_dict(), detect(FIXTURES / "qemu-rpi4-64").to_dict()
+    for n, (platform, median) in enumerate(((real, 400_000), (emulated, 1_300_000))):
+        rec = sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", platform, sample.latencies(median, 300, rng),
+                                      uid=f"e{n:015x}", started=f"2026-12-01T10:0{n}:00.000Z")
+        write(rec, folder / f"{n}.json")
+    old = set_reporter(CollectingReporter())
+    try:
+        build(folder, tmp_path / "dash")
+    finally:
+        set_reporter(old)
+    rows = _rows(_load_js(tmp_path / "dash" / "data" / "index.js", "CR_DATA_INDEX"))
+    assert sorted(r["platform_label"] for r in rows) == [
+        "Raspberry Pi 4 Model B", "Raspberry Pi 4 Model B [emulated: qemu-user aarch64 on x86_64]"]
+    assert len({r["platform"] for r in rows}) == 2
+    _open(page, (tmp_path / "dash",), "#/leaderboard")
+    page.wait_for_selector("#leaderboard tbody tr[data-row]")
+    cells = page.locator("#leaderboard td[data-col=platform_label]").all_text_contents()
+    assert sorted(c.strip() for c in cells) == ["Raspberry Pi 4 Model B", "Raspberry Pi 4 Model B emulated"]
+    assert page.locator("#leaderboard [data-part=emulated]").count() == 1
+    assert not page.problems
