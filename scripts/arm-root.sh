@@ -12,7 +12,7 @@
 #   shell            an interactive shell inside the root; unmounts after
 #   job              the main job inside the root: README.md's first set-up command (armhf:
 #                    lenet-digits-tflite instead, in a --system-site-packages venv), then cr platform
-#   tests [ARGS]     a pytest subset inside the root (needs install --test)
+#   tests [ARGS]     a pytest subset inside the root (pytest ARGS; after job or install)
 #   results DEST     copy the root's stored results (CR_HOME/results) to DEST
 #   umount           unmount everything under the root, deepest first
 #   delete           delete the root; refused while anything is mounted under it
@@ -186,7 +186,7 @@ with_mounts() { cmd_mount; [[ $MOUNTED_HERE == yes ]] && trap 'cmd_umount' EXIT;
 
 in_root() {  # in_root CMD...: run CMD in the root with a clean environment
   chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
-    PATH=$VENV/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PATH=$VENV/bin:$PROJECT/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PIP_DEFAULT_TIMEOUT=120 PYTHONUNBUFFERED=1 "$@"
 }
 
@@ -248,11 +248,15 @@ cmd_job() {
 
 cmd_tests() {
   need_root; need_built
+  # the job's venv (the project copy's .venv) where there is one, else install's
+  local py=$VENV/bin/python
+  [[ -x $ROOT$PROJECT/.venv/bin/python ]] && py=$PROJECT/.venv/bin/python
+  [[ -x $ROOT$py && -d $ROOT$PROJECT/tests ]] || die "cr is not installed in the $ARCH root" "run: $PROG $ARCH job (or install)"
   with_mounts
-  [[ -x $ROOT$VENV/bin/pytest ]] || die "pytest is not installed in the $ARCH root" "run: $PROG $ARCH install --test"
+  in_root "$py" -c 'import pytest, hypothesis' 2>/dev/null || in_root "$py" -m pip install -q pytest hypothesis
   local args=("$@")
-  [[ ${#args[@]} -gt 0 ]] || args=(tests/test_platform.py tests/test_resolver.py tests/test_recipes.py tests/test_platform_emulated.py -q -p no:cacheprovider)
-  in_root sh -c 'cd "$0" && exec python -m pytest "$@"' "$PROJECT" "${args[@]}"
+  [[ ${#args[@]} -gt 0 ]] || args=(tests/test_platform.py tests/test_platform_emulated.py tests/test_resolver.py tests/test_recipes.py -q -p no:cacheprovider)
+  in_root sh -c 'cd "$0" && exec "$@"' "$PROJECT" "$py" -m pytest "${args[@]}"
 }
 
 cmd_results() {
