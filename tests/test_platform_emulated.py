@@ -4,6 +4,7 @@ Fixtures (tests/fixtures/platforms/):
 - qemu-rpi4-64: `cr platform --capture` run inside an arm64 Debian root under
   qemu-aarch64-static on an x86_64 host, with the Raspberry Pi 4 persona of
   scripts/arm-root.sh (the rpi4-64 cpuinfo, meminfo and device tree bound in).
+- qemu-rpi4-32: the same in an armhf root under qemu-arm, with the rpi4-32 persona.
 - qemu-aarch64-on-x86: the same without the persona: QEMU passes the host's x86
   /proc/cpuinfo through, while uname -m answers aarch64.
 """
@@ -39,6 +40,14 @@ def test_persona_root_is_a_raspberry_pi_marked_emulated():
     assert {"aarch64", "raspberry-pi-4", "neon", "emulated"} <= caps
     assert not caps & X86_CAPS
     assert p.markers()["platform_machine"] == "aarch64"  # wheels are chosen for the emulated machine
+
+
+def test_armhf_persona_root_is_a_32bit_pi_marked_emulated():
+    p = detect(FIXTURES / "qemu-rpi4-32")
+    assert (p.arch, p.emulated, p.host_arch, p.board) == ("armv7l", "qemu-user", "x86_64", "Raspberry Pi 4 Model B")
+    assert p.markers()["platform_machine"] == "armv7l"
+    assert "emulated" in p.capabilities() and not p.capabilities() & X86_CAPS
+    assert p.fingerprint not in (detect(FIXTURES / "rpi4-32").fingerprint, detect(FIXTURES / "qemu-rpi4-64").fingerprint)
 
 
 def test_host_cpuinfo_seen_from_an_aarch64_uname_gives_no_x86_facts():
