@@ -10,8 +10,8 @@
 # registries (apt mirror, PyPI). Where root or binfmt_misc is not available it says so and
 # exits 0 (skipped); otherwise its exit status is that of the runs. Roots are built under
 # ARM_ROOTS (default /var/tmp/reefkit-arm-roots) by scripts/arm-root.sh; binfmt_misc is left
-# as it was found. Whole run on a 2-core machine: 25 minutes measured while the machine was
-# shared (load ~10); the arm64 job alone took 4.5 min on a quieter one (docs/platforms.md).
+# as it was found. Whole run on a shared 2-core machine: 13.6 min (load ~5) and 24.8 min
+# (load ~10) measured (docs/platforms.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HERE=$PWD
