@@ -409,7 +409,7 @@
     { id: "backend", label: "Backend", cell: function (r) { return [r.backend, " ", h("span", { class: "sub" }, r.backend_version)]; } },
     { id: "variant", label: "Variant" },
     { id: "precision", label: "Precision" },
-    { id: "platform_label", label: "Platform" },
+    { id: "platform_label", label: "Platform", cell: function (r) { return emulatedPlatformCell(r); } },
     { id: "scenario", label: "Scenario, config", sortValue: function (r) { return r.scenario + "\u0000" + r.config; },
       title: "the benchmark scenario; below it the run's configuration beyond the other columns (threads, batch size, engine, inputs, backend options; defaults left out)",
       cell: function (r) {
@@ -428,6 +428,15 @@
   addDetectionColumns(COLUMNS);
   var COLUMN_BY_ID = {};
   COLUMNS.forEach(function (c) { COLUMN_BY_ID[c.id] = c; });
+
+  // -- emulated platforms (QEMU user-mode roots): the label says so, a tag makes it plain --
+  var EMULATED_LABEL = / \[emulated: ([^\]]*)\]$/;
+  function emulatedPlatformCell(r) {
+    var label = r.platform_label || "", m = EMULATED_LABEL.exec(label);
+    if (!m) return label;
+    return [label.slice(0, m.index), " ", h("span", { class: "tag", "data-part": "emulated",
+      title: "emulated (" + m[1] + "): its figures say how fast the emulator runs the code, not how fast the board is" }, "emulated")];
+  }
 
   function visibleColumns() {
     return COLUMNS.filter(function (c) {

@@ -47,7 +47,7 @@ def summary(p) -> list[tuple[str, str]]:
     ) if x)
     lines = [
         ("OS", os_text),
-        ("Arch", p.arch or unknown),
+        ("Arch", (p.arch or unknown) + (f" (emulated: {p.emulated} on {p.host_arch or unknown})" if p.emulated else "")),
         ("CPU", (cpu.model or unknown) + (f" ({counts})" if counts else "")),
         ("Memory", _gib(p.memory_bytes) if p.memory_bytes else unknown),
         ("Accelerators", "; ".join(_accelerators(p.accelerators)) or "none found"),

@@ -275,6 +275,8 @@ def platform_label(platform: dict) -> str:
     accelerators = [a for a in platform.get("accelerators") or [] if isinstance(a, dict) and a.get("name")]
     if accelerators:
         name += " + " + _str(accelerators[0]["name"]) + (f" x{len(accelerators)}" if len(accelerators) > 1 else "")
+    if platform.get("emulated"):  # its own platform, never mistaken for (or ranked with) the real board
+        name += f" [emulated: {_str(platform['emulated'], 40)} {_str(platform.get('arch'), 40)} on {_str(platform.get('host_arch'), 40) or 'unknown'}]"
     return name
 
 

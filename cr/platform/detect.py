@@ -14,6 +14,7 @@ import os
 import platform as _stdlib_platform
 import re
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def detect_from(source: Source) -> Platform:
     """Run every probe against source; a probe that fails is reported and skipped."""
     probe = _Probe(source)
     for step in (
-        probe.kernel, probe.os_release, probe.android, probe.cpu, probe.memory, probe.board,
+        probe.kernel, probe.os_release, probe.android, probe.cpu, probe.emulation, probe.memory, probe.board,
         probe.jetson, probe.gpus, probe.python, probe.libc, probe.finish,
     ):
         try:
@@ -218,6 +219,32 @@ class _Probe:
         cpu.max_mhz = _whole(self._max_mhz() or info.get("mhz"))
         if not self.platform.arch:
             self.platform.arch = info.get("arch")
+
+    def emulation(self) -> None:
+        """QEMU user-mode: uname -m is the guest's, but the kernel (/proc/sys/kernel/arch),
+        the CPU QEMU passes through (/proc/cpuinfo) and the QEMU binary mapped into this
+        process (its task maps, which QEMU does not filter) are the host's."""
+        p = self.platform
+        guest = parse.arch_family(p.arch)
+        if guest is None or p.android:
+            return
+        kernel = parse.first_line(self.src.read("/proc/sys/kernel/arch"))
+        kernel = kernel if kernel and parse.ARCH_NAME.match(kernel) else None
+        maps = self.src.read("/proc/thread-self/maps")
+        if self.src.live and not parse.qemu_interpreter(maps):
+            maps = self.src.read(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/maps")
+        interpreter = parse.qemu_interpreter(maps)
+        cpu_arch = self.cpuinfo.get("arch")
+        foreign = [a for a in (kernel, cpu_arch) if _foreign(parse.arch_family(a), guest)]
+        if not interpreter and not foreign:
+            return
+        p.emulated = "qemu-user"
+        p.host_arch = foreign[0] if foreign else kernel
+        if _foreign(parse.arch_family(cpu_arch), guest):
+            # /proc/cpuinfo describes the host's CPU, not the one being emulated
+            cpu = p.cpu
+            cpu.model = cpu.vendor = cpu.max_mhz = None
+            cpu.flags = []
 
     def _max_mhz(self) -> float | None:
         # big.LITTLE parts have one cpufreq policy per cluster: the fastest one counts
@@ -348,6 +375,11 @@ class _Probe:
             p.os = self.system.lower()
         elif self.read_any:
             p.os = "linux"  # /proc and /etc/os-release are Linux-only
+
+
+def _foreign(family: str | None, guest: str) -> bool:
+    """Another instruction set than the guest's; 32-bit Arm on a 64-bit Arm kernel is native."""
+    return family is not None and family != guest and {family, guest} != {"arm", "arm64"}
 
 
 def _whole(value: float | None):

@@ -6,6 +6,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 
+from .parse import arch_family
+
 # The x86 and ARM feature flags worth naming as capabilities (the rest stay in cpu.flags).
 _X86_CAPS = (
     "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
@@ -88,6 +90,10 @@ class Platform:
     python_implementation_version: str | None = None
     libc: str | None = None  # glibc, musl, bionic
     libc_version: str | None = None
+    # Set when this userland runs under an emulator: "qemu-user" (QEMU user-mode). Then arch
+    # is the emulated one (uname -m answers for the guest) and host_arch the kernel's.
+    emulated: str | None = None
+    host_arch: str | None = None
 
     # -- identity ------------------------------------------------------------------------
 
@@ -98,7 +104,7 @@ class Platform:
         upgrade, another GPU or another Python minor version is another platform.
         """
         py = re.match(r"\d+\.\d+", self.python or "")
-        return {
+        facts = {
             "format": FINGERPRINT_FORMAT,
             "os": self.os,
             "distribution": self.distribution,
@@ -113,6 +119,10 @@ class Platform:
             "libc_version": self.libc_version,
             "python": py.group(0) if py else None,
         }
+        if self.emulated:  # an emulated Pi is not the Pi (only then: other fingerprints stay as they were)
+            facts["emulated"] = self.emulated
+            facts["host_arch"] = self.host_arch
+        return facts
 
     @property
     def fingerprint(self) -> str:
@@ -172,8 +182,11 @@ class Platform:
                 caps.add("nvidia-gpu")
                 if acc.cuda:
                     caps.add("cuda")
+        if self.emulated:
+            caps.add("emulated")
         flags = set(self.cpu.flags)
-        caps.update(f for f in _X86_CAPS if f in flags)
+        if arch_family(self.arch) in ("x86", None):  # never a host's x86 flags on an emulated Arm
+            caps.update(f for f in _X86_CAPS if f in flags)
         if flags & {"neon", "asimd"}:
             caps.add("neon")
         caps.update(cap for flag, cap in _ARM_CAPS.items() if flag in flags)

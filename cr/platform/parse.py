@@ -389,3 +389,40 @@ def libc_from_file_names(names: list[str]) -> dict[str, str]:
         if re.fullmatch(r"ld-linux[\w.-]*\.so\.\d+|libc\.so\.6", name):
             return {"libc": "glibc"}
     return {}
+
+
+# --- emulation (QEMU user-mode) ---------------------------------------------------------
+
+_QEMU_MAPPING = re.compile(r"(?:^|/)(qemu-[\w.+-]+?)(?:-static)?(?:\s|$)|(?:^|/)qemu-binfmt/([\w.+-]+?)-binfmt-P(?:\s|$)")
+
+
+def arch_family(arch: str | None) -> str | None:
+    """The instruction set family of a machine name: x86 (x86_64, i686, amd64), arm64
+    (aarch64, arm64), arm (armv7l, armv6l), else the name itself; None for None/empty."""
+    name = (arch or "").strip().lower()
+    if not name:
+        return None
+    if name in ("x86_64", "amd64") or re.fullmatch(r"i[3-6]86", name):
+        return "x86"
+    if name in ("aarch64", "arm64", "armv8b", "aarch64_be"):
+        return "arm64"
+    if name.startswith("arm"):
+        return "arm"
+    return name
+
+
+def qemu_interpreter(maps: str | None) -> str | None:
+    """The QEMU user-mode binary mapped into a process, from its /proc/<pid>/task/<tid>/maps
+    (QEMU answers /proc/self/maps itself, with the guest's mappings only; the task path
+    shows the real ones): 'qemu-aarch64' for /usr/bin/qemu-aarch64-static or
+    /usr/libexec/qemu-binfmt/aarch64-binfmt-P. None when no QEMU binary is mapped."""
+    for line in (maps or "").splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6:
+            continue
+        path = parts[5].strip()
+        m = _QEMU_MAPPING.search(path)
+        if m:
+            name = m.group(1) or f"qemu-{m.group(2)}"
+            return clean(name)
+    return None

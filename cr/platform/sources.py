@@ -29,7 +29,15 @@ def read_text(path: str | os.PathLike, limit: int = READ_LIMIT) -> str | None:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
         with open(path, "rb") as f:
-            data = f.read(limit)
+            # in pieces: /proc/sys refuses one read larger than the kernel's kmalloc limit (ENOMEM)
+            parts, size = [], 0
+            while size < limit:
+                part = f.read(min(1 << 16, limit - size))
+                if not part:
+                    break
+                parts.append(part)
+                size += len(part)
+            data = b"".join(parts)
     except (OSError, ValueError):
         return None
     return data.decode("utf-8", errors="replace")
