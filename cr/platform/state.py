@@ -147,15 +147,15 @@ def cpu_times(source: Source) -> tuple[int, int] | None:
     return None
 
 
-def process_times(source: Source, pid: int) -> int | None:
-    """utime+stime+cutime+cstime of a process (clock ticks, its threads and waited-for
-    children included), from /proc/<pid>/stat; None once it is gone."""
+def process_times(source: Source, pid: int, children: bool = True) -> int | None:
+    """utime+stime(+cutime+cstime) of a process in clock ticks, its threads included and,
+    with children, its waited-for children too, from /proc/<pid>/stat; None once it is gone."""
     text = source.read(f"/proc/{pid}/stat")
     if not text or ")" not in text:
         return None
     fields = text.rsplit(")", 1)[1].split()  # the command name may hold spaces and parentheses
     try:
-        return sum(int(fields[i]) for i in (11, 12, 13, 14))
+        return sum(int(fields[i]) for i in ((11, 12, 13, 14) if children else (11, 12)))
     except (IndexError, ValueError):
         return None
 

@@ -90,7 +90,7 @@ class Monitor:
 
     def start(self) -> "Monitor":
         self.started_ns = time.monotonic_ns()
-        self._cpu0, self._self0 = state.cpu_times(self.source), state.process_times(self.source, os.getpid())
+        self._cpu0, self._self0 = state.cpu_times(self.source), state.process_times(self.source, os.getpid(), children=False)
         self._child0 = self._child_last = state.process_times(self.source, self.pid) or 0
         self._waited0 = _waited_ticks()
         self._swap0 = state.swap_pages(self.source)
@@ -179,7 +179,7 @@ class Monitor:
     def stop(self) -> "Monitor":
         """Stop sampling (the child has ended) and take the end snapshot."""
         self.ended_ns = time.monotonic_ns()
-        self._cpu1, self._self1 = state.cpu_times(self.source), state.process_times(self.source, os.getpid())
+        self._cpu1, self._self1 = state.cpu_times(self.source), state.process_times(self.source, os.getpid(), children=False)
         self._swap1 = state.swap_pages(self.source)
         self._waited1 = _waited_ticks()
         self._stop.set()
@@ -204,6 +204,8 @@ class Monitor:
             # the child's last ticks, after the last sample, are in cr's waited-for children
             # (with the tools the monitor ran: cr's own cost, not other processes')
             child = max(child, self._waited1 - self._waited0)
+        # cr's own threads only: the waited-for child is already in `child` (counting cr's
+        # cutime too would subtract the child twice)
         mine = (self._self1 or 0) - (self._self0 or 0)
         other = max(0.0, min(1.0, (busy - child - max(0, mine)) / total))
         return round(other, 4), round(min(1.0, child / total), 4)
@@ -276,7 +278,7 @@ class Monitor:
         run = (self.started_ns, self.ended_ns)
         if not (isinstance(window, list) and len(window) == 2 and all(isinstance(v, int) for v in window)
                 and run[0] <= window[0] < window[1] <= run[1]):
-            window = None  # not on this clock (another OS) or not given (LoadGen): the whole run
+            window = None  # not on this clock (another OS) or not given: the whole run
         firsts = [a.first_ns for a in self.accs if a.first_ns is not None]
         if firsts and len(firsts) == len(self.accs):
             run = (max(run[0], *firsts), run[1])  # the whole run: from the meters' first reading on

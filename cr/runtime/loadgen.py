@@ -130,6 +130,7 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
     metrics["validity"] = validity
     metrics["invalid_reasons"] = invalid_reasons(values, settings) if validity != "VALID" else []
     metrics["engine"] = "loadgen"
+    metrics["window_monotonic_ns"] = [record.first, record.last]  # the SUT's first issue to last completion (perf_counter_ns)
     metrics["phases"] = warmup.phases(warm, metrics, latencies)
     if settings.fidelity:
         metrics["fidelity"] = warmup.fidelity(backend.run, _queries(batches, calls), metrics, grouped=True)
