@@ -315,3 +315,14 @@ def test_random_changes_are_seen_as_a_full_walk_sees_them(tmp_path, cr_home, mon
             assert got[1] == want[1], f"step {step} ({op})"
     index.close()
     assert metas  # the tree started populated
+
+
+def test_without_stat_relative_to_a_descriptor(store, monkeypatch):
+    """Where os.stat takes no dir_fd (Windows), the check stats whole paths, with the same answers."""
+    repo, index = store
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    walks = Walks(monkeypatch)
+    assert index.refresh().scanned == 8 and walks.count == 0
+    rewrite_in_place(repo / "dataset" / "d" / "1.0.0" / "meta.json", "edited")
+    index.refresh()
+    assert walks.count == 1 and index.components(kind="dataset")[0].description == "edited"

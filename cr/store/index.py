@@ -389,6 +389,8 @@ class Index:
         fresh = False  # whether any meta seen was changed within RACY_NS (then no snapshot)
         for repo in self.repos:
             repo_name = repo.name
+            if recorder is not None:
+                recorder.begin(os.path.join(str(repo.path), ""))
             scan = repo.scan(kind, name, listings, stat_meta) if kind is not None else repo.scan(listdir=listings, stat=stat_meta)
             for meta_path, st in scan:
                 if meta_path in seen:

@@ -35,10 +35,9 @@ import json
 import marshal
 import os
 import stat as stat_module
-from dataclasses import dataclass, field
 
 # Bumped whenever what a snapshot holds changes: an older one is then simply not used.
-FORMAT = 1
+FORMAT = 2
 
 
 def dir_stamp(st: os.stat_result | None) -> tuple[int, int, int] | None:
@@ -57,17 +56,27 @@ def repos_key(repos) -> str:
     return json.dumps([[r.name, str(r.path), r.layout, r.kind, r.meta_file] for r in repos])
 
 
-@dataclass
 class Recorder:
-    """Collects what one walk stat'ed (fed by the index's listing and stat hooks)."""
+    """Collects what one walk stat'ed (fed by the index's listing and stat hooks), one group
+    per repository: paths under its root are kept relative to it, so that the check stats
+    them relative to an open descriptor of the root (less path to resolve, a smaller blob)."""
 
-    dirs: list[str] = field(default_factory=list)
-    dir_stamps: list = field(default_factory=list)
-    metas: list[str] = field(default_factory=list)
-    meta_stamps: list = field(default_factory=list)
+    def __init__(self):
+        self.groups: list[tuple[str, list, list, list, list]] = []
+        self.begin("")
+
+    def begin(self, base: str) -> None:
+        """Paths recorded from now on are relative to base (a directory path ending with a separator)."""
+        self.base = base
+        self.dirs, self.dir_stamps, self.metas, self.meta_stamps = [], [], [], []
+        self.groups.append((base, self.dirs, self.dir_stamps, self.metas, self.meta_stamps))
+
+    def _rel(self, path: str) -> str:
+        base = self.base
+        return path[len(base):] if base and path.startswith(base) and len(path) > len(base) else path
 
     def saw_dir(self, path: str, st: os.stat_result | None) -> None:
-        self.dirs.append(path)
+        self.dirs.append(self._rel(path))
         self.dir_stamps.append(dir_stamp(st))
 
     def stat_meta(self, path: str) -> os.stat_result:
@@ -75,15 +84,16 @@ class Recorder:
         try:
             st = os.stat(path)
         except OSError:
-            self.metas.append(path)
+            self.metas.append(self._rel(path))
             self.meta_stamps.append(None)
             raise
-        self.metas.append(path)
+        self.metas.append(self._rel(path))
         self.meta_stamps.append(file_stamp(st))
         return st
 
     def pack(self, repos: str, scanned: int) -> bytes:
-        return marshal.dumps((FORMAT, repos, scanned, self.dirs, self.dir_stamps, self.metas, self.meta_stamps))
+        groups = [g for g in self.groups if g[1] or g[3]]
+        return marshal.dumps((FORMAT, repos, scanned, groups))
 
 
 def unchanged(blob: bytes | None, repos: str) -> int | None:
@@ -93,33 +103,56 @@ def unchanged(blob: bytes | None, repos: str) -> int | None:
     if not blob:
         return None
     try:
-        fmt, their_repos, scanned, dirs, dir_stamps, metas, meta_stamps = marshal.loads(blob)
+        fmt, their_repos, scanned, groups = marshal.loads(blob)
     except (ValueError, EOFError, TypeError):
         return None
-    if fmt != FORMAT or their_repos != repos or len(dirs) != len(dir_stamps) or len(metas) != len(meta_stamps):
+    if fmt != FORMAT or their_repos != repos:
         return None
+    for base, dirs, dir_stamps, metas, meta_stamps in groups:
+        if len(dirs) != len(dir_stamps) or len(metas) != len(meta_stamps):
+            return None
+        if not base or os.stat not in os.supports_dir_fd:
+            same = _same(base, dirs, dir_stamps, metas, meta_stamps, None)
+        else:
+            try:
+                fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            except OSError:
+                return None  # the repository's directory is gone: let the walk see what is left
+            try:
+                same = _same(base, dirs, dir_stamps, metas, meta_stamps, fd)
+            finally:
+                os.close(fd)
+        if not same:
+            return None
+    return scanned
+
+
+def _same(base: str, dirs, dir_stamps, metas, meta_stamps, fd: int | None) -> bool:
+    if fd is None:  # no stat relative to a descriptor here: whole paths (absolute ones stay)
+        dirs = [os.path.join(base, p) for p in dirs]
+        metas = [os.path.join(base, p) for p in metas]
     stat, isdir = os.stat, stat_module.S_ISDIR
     # Two tight loops: this is the whole cost of a warm refresh (a stat is ~2 µs of
     # kernel time; the Python around it is kept to a tuple and a comparison).
     for path, want in zip(dirs, dir_stamps):
         try:
-            st = stat(path)
+            st = stat(path, dir_fd=fd)
         except OSError:
             if want is not None:
-                return None
+                return False
             continue
         if want is None:
             if isdir(st.st_mode):
-                return None
+                return False
         elif (st.st_ino, st.st_mtime_ns, st.st_ctime_ns) != want or not isdir(st.st_mode):
-            return None
+            return False
     for path, want in zip(metas, meta_stamps):
         try:
-            st = stat(path)
+            st = stat(path, dir_fd=fd)
         except OSError:
             if want is not None:
-                return None
+                return False
             continue
         if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) != want:
-            return None
-    return scanned
+            return False
+    return True
