@@ -326,3 +326,25 @@ def test_without_stat_relative_to_a_descriptor(store, monkeypatch):
     rewrite_in_place(repo / "dataset" / "d" / "1.0.0" / "meta.json", "edited")
     index.refresh()
     assert walks.count == 1 and index.components(kind="dataset")[0].description == "edited"
+
+
+def test_cli_sees_an_edit_made_right_after_a_warm_search(tmp_path, run_cr):
+    """Real time, real processes: the command after a warm one sees an in-place edit that
+    kept the meta's size and mtime, and a component added meanwhile."""
+    repo = make_repo(tmp_path / "r", "r")
+    metas = [make_component(repo, "model", f"m{i}", tags=["t"], description="before-" + "x" * 20) for i in range(5)]
+    assert run_cr("repo", "add", repo).returncode == 0
+    assert run_cr("find", "model", "--tags", "t").returncode == 0
+    time.sleep(2.3)  # out of the racy window: the next search settles the index and takes a snapshot
+    first = run_cr("find", "model", "--tags", "t", "--json")
+    assert first.returncode == 0 and len(json.loads(first.stdout)) == 5
+    warm = run_cr("find", "model", "--tags", "t", "--json")  # answered by the snapshot
+    assert json.loads(warm.stdout) == json.loads(first.stdout)
+
+    def found():
+        return {c["name"]: c["description"] for c in json.loads(run_cr("find", "model", "--tags", "t", "--json").stdout)}
+
+    rewrite_in_place(metas[2], "after")
+    assert found()["m2"] == "after"
+    make_component(repo, "model", "m9", tags=["t"])
+    assert sorted(found()) == ["m0", "m1", "m2", "m3", "m4", "m9"]
