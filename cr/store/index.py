@@ -4,7 +4,10 @@ Each refresh walks the registered repositories (or, for a query of one kind or o
 component, only the directories that can hold it) and stats every meta file; only files
 whose (mtime, size) changed since they were indexed are read and validated, so a warm
 index over thousands of components costs a directory walk and no JSON parsing. Files
-that were modified just before they were indexed are re-read and re-hashed (see RACY_NS).
+that were modified just before they were indexed are re-read and re-hashed (see RACY_NS),
+and so are files whose (mtime, size) is as indexed but whose inode or ctime is not. When
+nothing changed, a refresh does not even walk: it re-stats the paths the last quiet walk
+looked at (cr.store.snapshot) and stops there.
 Metas that fail to parse or validate are indexed too, with their error, so that they
 are reported (as warnings naming the file) without being re-read on every call.
 
