@@ -37,6 +37,8 @@ with PYTHONDONTWRITEBYTECODE=1 would compile cr on every call.
     .venv/bin/python benchmarks/bench_store.py                  # full: 10,000 components, 15 runs
     .venv/bin/python benchmarks/bench_store.py --components 2000 --runs 5
     .venv/bin/python benchmarks/bench_store.py --json results.json   # '-' for stdout
+    .venv/bin/python benchmarks/bench_store.py --layouts             # by layout, 10,000 and 100,000 (LAYOUTS_DOC)
+    .venv/bin/python benchmarks/bench_store.py --layouts --large 0   # the 10,000-component layouts only
 
 Everything is created under one temporary directory, removed at exit (--keep to inspect).
 """
