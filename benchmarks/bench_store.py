@@ -37,6 +37,8 @@ with PYTHONDONTWRITEBYTECODE=1 would compile cr on every call.
     .venv/bin/python benchmarks/bench_store.py                  # full: 10,000 components, 15 runs
     .venv/bin/python benchmarks/bench_store.py --components 2000 --runs 5
     .venv/bin/python benchmarks/bench_store.py --json results.json   # '-' for stdout
+    .venv/bin/python benchmarks/bench_store.py --layouts             # by layout, 10,000 and 100,000 (LAYOUTS_DOC)
+    .venv/bin/python benchmarks/bench_store.py --layouts --large 0   # the 10,000-component layouts only
 
 Everything is created under one temporary directory, removed at exit (--keep to inspect).
 """
@@ -241,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
              "pip-installed reefkit has them, even where PYTHONDONTWRITEBYTECODE is set; env: leave "
              "the environment's bytecode settings alone",
     )
+    ap.add_argument("--layouts", action="store_true", help="time warm `cr find` by repository layout instead (see LAYOUTS_DOC)")
+    ap.add_argument("--large", type=int, default=100_000, help="--layouts: components of the large layouts (0: none)")
+    ap.add_argument("--edit-runs", type=int, default=3, help="--layouts: runs that also time `cr find` after an edit")
     ap.add_argument("--_child-new", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -258,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
 
     old_home = os.environ.get("CR_HOME")
     try:
+        if args.layouts:
+            return bench_layouts(args, python, root, log)
         return _bench(args, python, root, log)
     finally:
         if old_home is None:
@@ -480,6 +487,175 @@ def report(args, samples: Samples, gen: dict, python: str) -> None:
             "rows": rows,
         }
         text = json.dumps(data, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+
+
+# -- layouts: warm `cr find` over one big repository or several, with or without a version level --
+
+LAYOUTS_DOC = """--layouts: warm `cr find` over each repository layout, as medians of --runs runs.
+
+Each layout gets its own CR_HOME and its own tree of model components (written directly,
+not through cr), every one tagged `common`, one in N/1000 also `hit`:
+
+  1 x N      kind/name/version   <repo>/model/mNNNNNN/1.0.0/meta.json
+  1 x N      name layout         <repo>/mNNNNNN/meta.json (cr-repo.json: layout name, kind model)
+  3 x N/3    both layouts
+  1 x --large (default 100,000), both layouts (--large 0 leaves them out)
+
+and times, interleaved with `python -c pass` in a shuffled order:
+
+  cr find model --tags hit,common     1,000 hits, drawn as a table
+  cr find model --tags nosuchtag      0 hits
+  cr find ... after an in-place edit  one meta rewritten (same size) just before the call:
+                                      that refresh walks; the output must show the edit
+
+The index is settled first (written, then the racy window waited out, then refreshed), so
+'warm' means what a user gets when nothing changed since the last command.
+"""
+
+
+def write_layout(root: Path, count: int, repos: int, versioned: bool) -> list[Path]:
+    """count model components over repos repositories under root; returns the repo dirs."""
+    every = max(1, count // 1000)
+    dirs = []
+    for r in range(repos):
+        d = root / f"repo{r}"
+        d.mkdir(parents=True)
+        desc = {"name": f"repo{r}", "uid": secrets.token_hex(8), "version": "1.0.0"}
+        if not versioned:
+            desc.update(layout="name", kind="model")
+        (d / "cr-repo.json").write_text(json.dumps(desc) + "\n")
+        dirs.append(d)
+    for i in range(count):
+        name = f"m{i:06d}"
+        leaf = os.path.join(dirs[i % repos], "model", name, "1.0.0") if versioned else os.path.join(dirs[i % repos], name)
+        os.makedirs(leaf)
+        tags = ["common", f"t{i % 10}"] + (["hit"] if i % every == 0 else [])
+        meta = {"uid": "%016x" % (i + 1), "kind": "model", "name": name, "version": "1.0.0", "tags": tags,
+                "description": f"layout benchmark model {i:06d} padding"}
+        with open(os.path.join(leaf, "meta.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(meta, indent=2) + "\n")
+    return dirs
+
+
+def _rows(stdout: bytes) -> int:
+    return sum(1 for line in stdout.decode(errors="replace").splitlines() if line.startswith("model:"))
+
+
+def _run_checked(cmd: list[str], env: dict, rows: int | None = None, contains: str | None = None) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env["CR_HOME"])
+    elapsed = time.perf_counter() - t0
+    out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+    if proc.returncode != 0 or (rows is not None and _rows(proc.stdout) != rows) or (contains and contains not in out):
+        raise SystemExit(f"unexpected result of {' '.join(cmd)} (exit {proc.returncode}, {_rows(proc.stdout)} rows):\n"
+                         f"{out[:2000]}")
+    return elapsed
+
+
+def bench_layouts(args, python: str, root: Path, log) -> int:
+    base_env = dict(os.environ)
+    base_env.pop("PYTHONWARNINGS", None)
+    if args.bytecode == "cached":
+        base_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        base_env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    cr_cmd = cr_command(python)
+    n, big = args.components, args.large
+    plan = [(f"1 x {n:,}", n, 1, True), (f"1 x {n:,}", n, 1, False),
+            (f"3 x {n // 3:,}", n // 3 * 3, 3, True), (f"3 x {n // 3:,}", n // 3 * 3, 3, False)]
+    if big:
+        plan += [(f"1 x {big:,}", big, 1, True), (f"1 x {big:,}", big, 1, False)]
+    rng = random.Random(args.seed)
+    results = []
+    for label, count, repos, versioned in plan:
+        where = root / f"layout-{len(results)}"
+        env = dict(base_env, CR_HOME=str(where / "home"))
+        (where / "home").mkdir(parents=True)
+        layout = "kind/name/version" if versioned else "name"
+        log(f"{label} ({layout}): writing {count:,} components ...")
+        t0 = time.perf_counter()
+        dirs = write_layout(where / "repos", count, repos, versioned)
+        for d in dirs:
+            _run_checked(cr_cmd + ["repo", "add", str(d)], env)
+        hits = len(range(0, count, max(1, count // 1000)))
+        find_hit = cr_cmd + ["find", "model", "--tags", "hit,common"]
+        find_none = cr_cmd + ["find", "model", "--tags", "nosuchtag"]
+        t1 = time.perf_counter()
+        _run_checked(find_none, env, contains="no matching components")
+        cold = time.perf_counter() - t1
+        time.sleep(SETTLE_S)
+        _run_checked(find_none, env)  # settles the metas indexed while racy; takes the snapshot
+        for cmd in (find_hit, find_none, [python, "-c", "pass"]):  # warm-up: .pyc files, page cache
+            _run_checked(cmd, env)
+        log(f"  written and indexed in {time.perf_counter() - t0:.1f} s (cold build {cold:.1f} s); timing {args.runs} runs ...")
+        samples: dict[str, list[float]] = {"python": [], "hit": [], "none": [], "edited": []}
+        commands = {"python": ([python, "-c", "pass"], None, None), "hit": (find_hit, hits, None),
+                    "none": (find_none, 0, "no matching components")}
+        every = max(1, count // 1000)
+        hit_names = [f"m{i:06d}" for i in range(0, count, every) if i % repos == 0][:50]
+        metas = [dirs[0] / "model" / nm / "1.0.0" / "meta.json" if versioned else dirs[0] / nm / "meta.json" for nm in hit_names]
+        for run in range(args.runs):
+            order = list(commands)
+            rng.shuffle(order)
+            for key in order:
+                cmd, rows, contains = commands[key]
+                samples[key].append(_run_checked(cmd, env, rows=rows, contains=contains))
+            if run < args.edit_runs:
+                # one listed meta rewritten in place (as an editor would), just before the call
+                stamp = f"edited-{run:03d}"
+                meta = metas[run % len(metas)]
+                data = json.loads(meta.read_text(encoding="utf-8"))
+                data["description"] = stamp
+                meta.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+                samples["edited"].append(_run_checked(find_hit, env, rows=hits, contains=stamp))
+                time.sleep(SETTLE_S)
+                _run_checked(find_none, env)  # settled again: the next runs are warm
+        base = statistics.median(samples["python"])
+        row = {"layout": layout, "repos": repos, "components": count,
+               "python_pass_s": base, "hits": hits, "cold_build_s": cold,
+               **{f"{k}_s": statistics.median(v) for k, v in samples.items() if v and k != "python"},
+               **{f"{k}_values_s": v for k, v in samples.items()}}
+        results.append(row)
+        log(f"  find 1,000 hits {row['hit_s'] * 1000:.0f} ms, 0 hits {row['none_s'] * 1000:.0f} ms, "
+            f"python -c pass {base * 1000:.0f} ms")
+        shutil.rmtree(where, ignore_errors=True)  # 100,000 components take ~1 GB of directories
+    report_layouts(args, results)
+    return 0
+
+
+def _target(count: int) -> float:
+    return 0.15 if count <= 10_000 else 1.0
+
+
+def report_layouts(args, results: list[dict]) -> None:
+    out = sys.stdout if args.json != "-" else sys.stderr
+    print(f"\nreefkit `cr find` by layout: {args.runs} runs, python {platform.python_version()} on "
+          f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end", file=out)
+    header = ("repos x components", "layout", "1,000 hits", "x python", "0 hits", "x python", "after edit", "python",
+              "target", "")
+    lines = []
+    for r in results:
+        worst = max(r["hit_s"], r["none_s"])
+        lines.append((
+            f"{r['repos']} x {r['components'] // r['repos']:,}", r["layout"],
+            f"{r['hit_s'] * 1000:.0f} ms", f"{r['hit_s'] / r['python_pass_s']:.1f}x",
+            f"{r['none_s'] * 1000:.0f} ms", f"{r['none_s'] / r['python_pass_s']:.1f}x",
+            f"{r['edited_s'] * 1000:.0f} ms" if "edited_s" in r else "",
+            f"{r['python_pass_s'] * 1000:.0f} ms", f"<= {_target(r['components']) * 1000:.0f} ms",
+            "PASS" if worst <= _target(r["components"]) else "MISS",
+        ))
+    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))), file=out)
+    for l in lines:
+        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(l, widths))), file=out)
+    print("(medians of wall time of the whole command; 'x python' = median / median of `python -c pass` in the same "
+          "run; 'after edit': the 1,000-hit query right after one of its metas was rewritten in place (that refresh walks))", file=out)
+    if args.json:
+        text = json.dumps({"runs": args.runs, "python_version": platform.python_version(), "cpus": os.cpu_count(),
+                           "argv": sys.argv, "layouts": results}, indent=2)
         if args.json == "-":
             print(text)
         else:

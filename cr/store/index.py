@@ -4,7 +4,10 @@ Each refresh walks the registered repositories (or, for a query of one kind or o
 component, only the directories that can hold it) and stats every meta file; only files
 whose (mtime, size) changed since they were indexed are read and validated, so a warm
 index over thousands of components costs a directory walk and no JSON parsing. Files
-that were modified just before they were indexed are re-read and re-hashed (see RACY_NS).
+that were modified just before they were indexed are re-read and re-hashed (see RACY_NS),
+and so are files whose (mtime, size) is as indexed but whose inode or ctime is not. When
+nothing changed, a refresh does not even walk: it re-stats the paths the last quiet walk
+looked at (cr.store.snapshot) and stops there.
 Metas that fail to parse or validate are indexed too, with their error, so that they
 are reported (as warnings naming the file) without being re-read on every call.
 
@@ -27,11 +30,12 @@ from ..events import reporter
 from ..jsonio import not_regular
 from .meta import decode_json_bytes, load_json, parse_json_text, read_bytes, schema_fingerprint, validate
 from .repository import Repo
+from .snapshot import Recorder, repos_key, unchanged
 
 INDEX_FILE = "index.sqlite"
 # 3: metas are read by cr.jsonio (NaN, lone surrogates and nesting deeper than its
 # MAX_DEPTH refused): an index built before holds such metas as valid, so it is rebuilt
-INDEX_FORMAT = "3"
+INDEX_FORMAT = "4"  # 4: metas' inode and ctime kept; snapshots (cr.store.snapshot)
 # A file modified this recently before it was indexed ('racy') may change again within
 # the file system's timestamp granularity without its (mtime, size) changing: the next
 # refresh reads it again and compares the sha256 of its bytes (parsing it only if they
@@ -44,6 +48,8 @@ CREATE TABLE IF NOT EXISTS entries (
     repo TEXT NOT NULL,
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    ino INTEGER NOT NULL DEFAULT 0,
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
     racy INTEGER NOT NULL,
     sha256 BLOB NOT NULL,
     kind TEXT, name TEXT, version TEXT, uid TEXT,
@@ -62,21 +68,34 @@ CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY 
 CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
 CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, racy INTEGER NOT NULL, names TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots (scope TEXT PRIMARY KEY, data BLOB NOT NULL);
 """
 
 
 @dataclass(frozen=True)
 class Component:
-    """One indexed component. meta is the parsed meta.json (loaded on demand by show)."""
+    """One indexed component. meta is the parsed meta.json (loaded on demand by show).
+
+    location: the meta file's path as a string (a Path given is turned into one); the
+    Path (meta_path) is made when first asked for, since a search may return thousands
+    of components of which a table shows only the refs."""
 
     kind: str
     name: str
     version: str
     uid: str
     repo: str
-    meta_path: Path
+    location: str
     tags: tuple[str, ...] = ()
     description: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.location, str):
+            object.__setattr__(self, "location", os.fspath(self.location))
+
+    @functools.cached_property
+    def meta_path(self) -> Path:
+        return Path(self.location)
 
     @property
     def path(self) -> Path:
@@ -98,7 +117,7 @@ class Component:
             "version": self.version,
             "uid": self.uid,
             "repo": self.repo,
-            "path": str(self.path),
+            "path": os.path.dirname(self.location),
             "tags": list(self.tags),
             "description": self.description,
         }
@@ -175,19 +194,25 @@ class _Listings:
     The metas themselves are still stat'ed every time: only listings are remembered.
     """
 
-    def __init__(self, rows, now: int):
+    def __init__(self, rows, now: int, recorder: Recorder | None = None):
         self.known: dict[str, tuple[str, int, str]] = {path: (stamp, racy, names) for path, stamp, racy, names in rows}
         self.now = now
         self.updates: dict[str, tuple[str, int, str]] = {}
         self.gone: list[str] = []  # directories (with everything under them) no longer there
+        self.recorder = recorder
+        self.racy = False  # whether a directory listed was racy (then no snapshot is taken)
 
     def __call__(self, path: str) -> list[str]:
         try:
             st = os.stat(path)
         except OSError:
+            if self.recorder is not None:
+                self.recorder.saw_dir(path, None)
             if path in self.known:
                 self.gone.append(path)
             return []
+        if self.recorder is not None:
+            self.recorder.saw_dir(path, st)
         if not stat.S_ISDIR(st.st_mode):
             return []
         stamp = f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
@@ -203,6 +228,7 @@ class _Listings:
         except OSError:
             names = []
         racy = int(self.now - max(st.st_mtime_ns, st.st_ctime_ns) <= RACY_NS)
+        self.racy = self.racy or bool(racy)
         joined = "/".join(names)
         if old != (stamp, racy, joined):
             self.updates[path] = self.known[path] = (stamp, racy, joined)
@@ -282,6 +308,7 @@ class Index:
                     db.execute("DROP TABLE IF EXISTS entries")
                     db.execute("DROP TABLE IF EXISTS tags")
                     db.execute("DROP TABLE IF EXISTS dirs")
+                    db.execute("DROP TABLE IF EXISTS snapshots")
                     for stmt in _SCHEMA.split(";"):
                         if stmt.strip():
                             db.execute(stmt)
@@ -335,37 +362,67 @@ class Index:
         return rows
 
     def _refresh(self, kind: str | None = None, name: str | None = None) -> RefreshStats:
-        stats = RefreshStats()
         now = time.time_ns()
+        # A refresh of one kind or of everything first asks its snapshot (cr.store.snapshot)
+        # whether anything changed since the last walk that left nothing to do: one stat
+        # per path that walk looked at. One component's refresh walks little anyway.
+        scope = None if kind is not None and name is not None else (kind or "*")
+        repos = repos_key(self.repos) if scope is not None else ""
+        if scope is not None:
+            row = self.db.execute("SELECT data FROM snapshots WHERE scope = ?", (scope,)).fetchone()
+            found = unchanged(row[0] if row else None, repos)
+            if found is not None:
+                return RefreshStats(scanned=found)
+        return self._walk(kind, name, now, scope, repos)
+
+    def _walk(self, kind: str | None, name: str | None, now: int, scope: str | None, repos: str) -> RefreshStats:
+        stats = RefreshStats()
         prefixes = self._prefixes(kind, name)
-        # what each meta was when indexed, as 'repo|mtime|size' (one string: thousands of
-        # rows are fetched on every refresh); racy ones with the sha256 of their bytes
-        known = dict(self._rows_under("path, repo || '|' || mtime_ns || '|' || size", prefixes))
+        # what each meta was when indexed: 'repo|mtime|size' (one string: thousands of rows
+        # are fetched), its inode and ctime; racy ones with the sha256 of their bytes
+        known = {p: (key, ino, ctime) for p, key, ino, ctime in self._rows_under(
+            "path, repo || '|' || mtime_ns || '|' || size, ino, ctime_ns", prefixes)}
         racy_digests = dict(self._rows_under("path, sha256", prefixes, "racy"))
-        listings = _Listings(self._dirs_under(prefixes), now)
+        recorder = Recorder() if scope is not None else None
+        listings = _Listings(self._dirs_under(prefixes), now, recorder)
+        stat_meta = recorder.stat_meta if recorder is not None else None
         seen: set[str] = set()
         changed: list[tuple[Repo, str, os.stat_result]] = []
-        racy: list[tuple[Repo, str, os.stat_result, bytes]] = []
+        racy: list[tuple[Repo, str, os.stat_result, bytes | None]] = []
+        fresh = False  # whether any meta seen was changed within RACY_NS (then no snapshot)
         for repo in self.repos:
             repo_name = repo.name
-            for meta_path, st in repo.scan(kind, name, listings) if kind is not None else repo.scan(listdir=listings):
+            if recorder is not None:
+                recorder.begin(os.path.join(str(repo.path), ""))
+            scan = repo.scan(kind, name, listings, stat_meta) if kind is not None else repo.scan(listdir=listings, stat=stat_meta)
+            for meta_path, st in scan:
                 if meta_path in seen:
                     continue  # the same directory registered twice: first (higher precedence) wins
                 seen.add(meta_path)
-                if known.get(meta_path) != f"{repo_name}|{st.st_mtime_ns}|{st.st_size}":
+                fresh = fresh or now - max(st.st_mtime_ns, st.st_ctime_ns) <= RACY_NS
+                old = known.get(meta_path)
+                if old is None or old[0] != f"{repo_name}|{st.st_mtime_ns}|{st.st_size}":
                     changed.append((repo, meta_path, st))
                 elif meta_path in racy_digests:
                     racy.append((repo, meta_path, st, racy_digests[meta_path]))
+                elif old[1] != st.st_ino or old[2] != st.st_ctime_ns:
+                    # same mtime and size, yet another file or written since (the ctime
+                    # cannot be set back): read again, like a racy one
+                    racy.append((repo, meta_path, st, None))
         stats.scanned = len(seen)
         gone = [p for p in known if p not in seen]
-        rows, settled = [], []
+        rows, touched = [], []
         for repo, meta_path, st, digest in racy:
             # (mtime, size) unchanged, but it was indexed right after it was written
             stats.rehashed += 1
+            if digest is None:
+                digest = self._digest_of(meta_path)
             data, read_error = _read(meta_path, st)
             if data is not None and _digest(data) == digest:
-                if now - st.st_mtime_ns > RACY_NS:
-                    settled.append(meta_path)  # read again once old enough: trusted from now on
+                still_racy = int(now - st.st_mtime_ns <= RACY_NS)
+                if not still_racy or (known[meta_path][1], known[meta_path][2]) != (st.st_ino, st.st_ctime_ns):
+                    # trusted from now on once old enough; the stamp it was read with kept
+                    touched.append((still_racy, st.st_ino, st.st_ctime_ns, meta_path))
                 continue
             changed.append((repo, meta_path, st))
         for repo, meta_path, st in changed:
@@ -374,10 +431,19 @@ class Index:
             rows.append((repo, meta_path, st, now, _digest(data), meta, text, error))
             stats.parsed += 1
             stats.invalid += error is not None
-        if rows or gone or settled or listings.updates or listings.gone:
-            self._write(rows, gone, settled, listings)
+        snapshot = None
+        if recorder is not None and not fresh and not listings.racy:
+            snapshot = (scope, recorder.pack(repos, stats.scanned))
+        if rows or gone or touched or listings.updates or listings.gone:
+            self._write(rows, gone, touched, listings, snapshot)
             stats.removed = len(gone)
+        elif snapshot is not None:
+            self.db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)", snapshot)
         return stats
+
+    def _digest_of(self, meta_path: str) -> bytes | None:
+        row = self.db.execute("SELECT sha256 FROM entries WHERE path = ?", (meta_path,)).fetchone()
+        return row[0] if row else None
 
     def _dirs_under(self, prefixes: list[str] | None) -> list[tuple]:
         """Remembered listings of the directories a refresh for prefixes walks (all for None)."""
@@ -392,16 +458,20 @@ class Index:
             ).fetchall()
         return rows
 
-    def _write(self, rows, gone, settled=(), listings: _Listings | None = None) -> None:
+    def _write(self, rows, gone, touched=(), listings: _Listings | None = None, snapshot=None) -> None:
+        """One transaction: rows parsed, paths gone, (racy, ino, ctime, path) of metas read
+        again and found unchanged, listings, and the snapshot of the walk that wrote them.
+        Every other snapshot is dropped: whatever changed may lie in its scope too."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute("DELETE FROM snapshots")
             for path in gone:
                 db.execute("DELETE FROM entries WHERE path = ?", (path,))
                 db.execute("DELETE FROM tags WHERE path = ?", (path,))
             for row in rows:
                 self._upsert(*row)
-            db.executemany("UPDATE entries SET racy = 0 WHERE path = ?", [(p,) for p in settled])
+            db.executemany("UPDATE entries SET racy = ?, ino = ?, ctime_ns = ? WHERE path = ?", touched)
             if listings is not None:
                 for path in listings.gone:
                     below = path + os.sep
@@ -411,6 +481,8 @@ class Index:
                     "INSERT OR REPLACE INTO dirs VALUES (?, ?, ?, ?)",
                     [(path, *value) for path, value in listings.updates.items()],
                 )
+            if snapshot is not None:
+                db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)", snapshot)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:  # SQLite may already have rolled back (e.g. on a damaged file)
@@ -429,10 +501,11 @@ class Index:
         kind = field("kind") or (repo.kind if repo.layout == "name" else None)
         tags = [t for t in meta.get("tags", []) if isinstance(t, str)] if good else []
         self.db.execute(
-            "INSERT OR REPLACE INTO entries (path, repo, mtime_ns, size, racy, sha256, kind, name, version, uid, "
-            "tags, description, meta, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO entries (path, repo, mtime_ns, size, ino, ctime_ns, racy, sha256, kind, name, "
+            "version, uid, tags, description, meta, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                meta_path, repo.name, st.st_mtime_ns, st.st_size, int(now - st.st_mtime_ns <= RACY_NS), digest,
+                meta_path, repo.name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns,
+                int(now - st.st_mtime_ns <= RACY_NS), digest,
                 kind, field("name"), field("version"), field("uid"),
                 ",".join(tags), field("description") or "",
                 (text if text is not None else json.dumps(meta)) if good else None, error,
@@ -479,23 +552,37 @@ class Index:
             if value is not None:
                 sql.append(f"AND {plus}{column} = ?")
                 args.append(value)
-        for tag in tags:
-            sql.append("AND path IN (SELECT path FROM tags WHERE tag = ?)")
+        # The rarest tag supplies the rows; each other one is a lookup per row on the tags
+        # table's key (an IN (...) would first collect every path of a common tag).
+        for i, tag in enumerate(self._rarest_first(tags)):
+            if i == 0:
+                sql.append("AND path IN (SELECT path FROM tags WHERE tag = ?)")
+            else:
+                sql.append("AND EXISTS (SELECT 1 FROM tags WHERE tag = ? AND tags.path = entries.path)")
             args.append(tag)
         for tag in not_tags:
-            sql.append("AND path NOT IN (SELECT path FROM tags WHERE tag = ?)")
+            sql.append("AND NOT EXISTS (SELECT 1 FROM tags WHERE tag = ? AND tags.path = entries.path)")
             args.append(tag)
         out = [
-            Component(k, n, v, u, r, Path(p), tuple(t.split(",")) if t else (), d)
+            Component(k, n, v, u, r, p, tuple(t.split(",")) if t else (), d)
             for k, n, v, u, r, p, t, d in self.db.execute(" ".join(sql), args)
             if r in self.rank
         ]
         return sort_components(out, self.rank)
 
+    def _rarest_first(self, tags: tuple[str, ...]) -> list[str]:
+        """tags, the one on fewest components first (counted up to a cap: the question is
+        only which is smallest, and counting a tag every component has costs a scan)."""
+        tags = list(dict.fromkeys(tags))
+        if len(tags) < 2:
+            return tags
+        count = "SELECT COUNT(*) FROM (SELECT 1 FROM tags WHERE tag = ? LIMIT 2000)"
+        return sorted(tags, key=lambda t: self.db.execute(count, (t,)).fetchone()[0])
+
     @_recovering
     def meta_of(self, component: Component) -> dict:
         """The meta as indexed (no re-read): what find/show saw when they matched."""
-        row = self.db.execute("SELECT meta FROM entries WHERE path = ?", (str(component.meta_path),)).fetchone()
+        row = self.db.execute("SELECT meta FROM entries WHERE path = ?", (component.location,)).fetchone()
         return json.loads(row[0]) if row and row[0] else component.load_meta()
 
     @_recovering
@@ -533,7 +620,7 @@ class Index:
                     f"WHERE error IS NULL AND {where}", values,
                 ).fetchall()
                 comps = sort_components(
-                    [Component(k, n, v, u, r, Path(p), tuple(t.split(",")) if t else (), d) for k, n, v, u, r, p, t, d in rows if r in self.rank],
+                    [Component(k, n, v, u, r, p, tuple(t.split(",")) if t else (), d) for k, n, v, u, r, p, t, d in rows if r in self.rank],
                     self.rank,
                 )
                 if len(comps) > 1:
@@ -576,7 +663,7 @@ def sort_components(components: list[Component], rank: dict[str, int]) -> list[C
         def newest(c: Component):
             return 0
     # (newest(c) is only ever compared between components of one kind and name)
-    components.sort(key=lambda c: (c.kind, c.name, newest(c), rank.get(c.repo, 1 << 30), str(c.meta_path)))
+    components.sort(key=lambda c: (c.kind, c.name, newest(c), rank.get(c.repo, 1 << 30), c.location))
     return components
 
 

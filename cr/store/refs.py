@@ -7,7 +7,6 @@ which :func:`parse_ref_words` turns into the same :class:`Ref`.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -56,6 +55,8 @@ def check_kind(kind: str) -> str:
 def odd_character(text: str) -> str | None:
     """What the first character of text in REFUSED_CATEGORIES is ("U+202E RIGHT-TO-LEFT
     OVERRIDE, an invisible format character (bidi or zero-width)"), or None when there is none."""
+    import unicodedata  # here, not at start-up: most commands never check a name
+
     for char in text:
         category = unicodedata.category(char)
         if category in REFUSED_CATEGORIES:

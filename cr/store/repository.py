@@ -83,6 +83,7 @@ class Repo:
 
     def scan(
         self, kind: str | None = None, name: str | None = None, listdir: Callable[[str], list[str]] | None = None,
+        stat: Callable[[str], os.stat_result] | None = None,
     ) -> Iterator[tuple[str, os.stat_result]]:
         """Yield (meta path, its stat) for every meta file, without parsing any of them.
 
@@ -95,9 +96,11 @@ class Repo:
         Whatever stats as the meta file is yielded with its stat, also a FIFO, a socket or
         a device: the caller must not open it blindly (the index reports it as an invalid
         component from the stat alone; cr.jsonio.read_file refuses it without blocking).
+        stat(path) stats a meta file's path (default os.stat; OSError: not there): the index
+        passes one that records every path looked at, found or not.
         """
         listdir = listdir or _dirs
-        stat, sep, meta_file = os.stat, os.sep, self.meta_file
+        stat, sep, meta_file = stat or os.stat, os.sep, self.meta_file
         root = str(self.path)
         if kind is not None and self.scope(kind, name) is None:
             return
