@@ -83,7 +83,10 @@
   }
 
   // Links only ever point inside the app.
-  function route(v) { v = String(v); return v.charAt(0) === "#" ? v : "#/"; }
+  // Links stay inside the app, but for the profile traces the builder copied into the site
+  // (data/traces/<sha256>.trace.json.gz: cr.dashboard.records.copy_trace).
+  var TRACE_HREF = /^data\/traces\/[0-9a-f]{64}\.trace\.json\.gz$/;
+  function route(v) { v = String(v); return v.charAt(0) === "#" || TRACE_HREF.test(v) ? v : "#/"; }
   function resultHref(uid) { return "#/result/" + encodeURIComponent(uid); }
   function compareHref(uids) { return "#/compare/" + uids.map(encodeURIComponent).join(","); }
 
@@ -204,6 +207,7 @@
         var rec = entry.record;
         rec.raw = entry.raw;
         rec.dashboard_source = entry.source;
+        rec.dashboard_trace = typeof entry.trace === "string" && TRACE_HREF.test(entry.trace) ? entry.trace : null;
         return rec;
       });
     });
@@ -1725,8 +1729,10 @@
   function profileSection(rec) {
     var p = obj(rec.profile), s = obj(p.summary), model = obj(s.model_ns), trace = obj(rec.trace);
     var sec = section("Profile", "profile");
-    var where = trace.file ? [h("span", { class: "mono" }, txt(trace.file)),
-      " beside the record in the results store (" + txt(trace.events) + " events, sha256 " + short(txt(trace.sha256), 16) +
+    var where = trace.file ? [rec.dashboard_trace ? h("a", { href: rec.dashboard_trace, "data-trace": "1" }, txt(trace.file)) :
+      h("span", { class: "mono" }, txt(trace.file)),
+      (rec.dashboard_trace ? " (a copy in this site; the original lies" : " (not copied into this site: it lies") +
+      " beside the record in the results store; " + txt(trace.events) + " events, sha256 " + short(txt(trace.sha256), 16) +
       "); open it in Perfetto or chrome://tracing"] : DASH;
     sec.appendChild(kv([
       ["profiler", p.source], ["level", p.level === "model" ? "model level only" : "per layer"],

@@ -3,6 +3,8 @@ place on its result page; two profiles' matched layers side by side on the compa
 Real profiles (lenet-digits on onnxruntime and torch), a real site, real Chromium."""
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -39,7 +41,41 @@ def test_result_page_shows_layer_bars_coverage_and_trace(page, profiled_site):
     assert widths[0] == 100.0 and all(0 <= w <= 100 for w in widths)
     summary = page.locator("#profile table.profile-summary").inner_text()
     assert f"{tor['profile']['summary']['coverage']:.3f}" in summary and tor["trace"]["file"] in summary
+    # the trace is copied into the site and linked: the bytes the record's sha256 names
+    href = page.locator("#profile a[data-trace]").get_attribute("href")
+    assert href == f"data/traces/{tor['trace']['sha256']}.trace.json.gz"
+    assert hashlib.sha256((site[0] / href).read_bytes()).hexdigest() == tor["trace"]["sha256"]
     assert not page.problems
+
+
+def test_only_the_trace_a_record_names_is_copied(tmp_path, monkeypatch):
+    """A record is input like any other: a trace name that leaves the record's folder, a link,
+    a FIFO, a file whose sha256 differs or one over the size bound is not copied (no link)."""
+    from cr.dashboard import records
+
+    folder, data = tmp_path / "records", tmp_path / "site" / "data"
+    folder.mkdir()
+    blob = b"\x1f\x8b not really gzip, but bytes with a hash"
+    sha = hashlib.sha256(blob).hexdigest()
+    (folder / "a.trace.json.gz").write_bytes(blob)
+    (tmp_path / "outside.trace.json.gz").write_bytes(blob)
+    (folder / "link.trace.json.gz").symlink_to(tmp_path / "outside.trace.json.gz")
+    os.mkfifo(folder / "fifo.trace.json.gz")
+    record_path = str(folder / "r.json")
+
+    def copied(name, digest=sha):
+        return records.copy_trace({"trace": {"file": name, "sha256": digest}}, record_path, str(data))
+
+    for name in ("../outside.trace.json.gz", str(tmp_path / "outside.trace.json.gz"), "link.trace.json.gz",
+                 "fifo.trace.json.gz", "a.json", "missing.trace.json.gz", None, 3):
+        assert copied(name) is None, name
+    assert copied("a.trace.json.gz", "0" * 64) is None  # not the file the record names
+    assert not (data / "traces").exists() or not any((data / "traces").iterdir())
+    monkeypatch.setattr(records, "TRACE_MAX_BYTES", len(blob) - 1)
+    assert copied("a.trace.json.gz") is None
+    monkeypatch.setattr(records, "TRACE_MAX_BYTES", len(blob))
+    assert copied("a.trace.json.gz") == f"data/traces/{sha}.trace.json.gz"
+    assert (data / "traces" / f"{sha}.trace.json.gz").read_bytes() == blob
 
 
 def test_compare_page_shows_matched_layers_side_by_side(page, profiled_site):
@@ -78,6 +114,7 @@ def test_hostile_profile_fields_render_as_text(page, profiled_site, tmp_path):
     _open(page, (site,), f"#/result/{bad['uid']}")
     page.wait_for_selector("#profile-bars")
     assert "<img src=x" in page.locator("#profile-bars").inner_text()  # shown as text, never as markup
+    assert page.locator("#profile a[data-trace]").count() == 0  # its trace names no file of the site
     assert page.locator("#profile-bars img").count() == 0
     _open(page, (site,), f"#/compare/{bad['uid']},{other['uid']},{tor['uid']}")
     page.wait_for_selector("#profile-compare")

@@ -14,15 +14,17 @@ in memory and in the state files of the build).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
+import stat
 from array import array
 
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
-from ..results.traces import is_profiled
+from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
 # says 16 lowercase hex digits; anything outside this safe alphabet is refused.
@@ -493,8 +495,10 @@ def _escape(text: bytes) -> bytes:
     return text
 
 
-def detail_js(record: dict, text: bytes, samples: bytes | None, record_path: str, source_name: str, key: str) -> bytes:
-    """One record's part of a detail file: CR_RESULTS[key] = {"source", "raw" (shrunk samples), "record"}.
+def detail_js(record: dict, text: bytes, samples: bytes | None, record_path: str, source_name: str, key: str,
+              trace: str | None = None) -> bytes:
+    """One record's part of a detail file: CR_RESULTS[key] = {"source", "raw" (shrunk samples), "record"},
+    and "trace": the site's copy of the record's profile trace (copy_trace), when it has one.
 
     The record's own text is reused as it is (escaped) whenever it holds no raw samples
     to shrink: re-serialising 100,000 records would cost more than everything else.
@@ -517,6 +521,7 @@ def detail_js(record: dict, text: bytes, samples: bytes | None, record_path: str
     key_js = f'"{key}"' if _KEY_RE.match(key) else js_literal(key)
     return b"".join((b"(window.CR_RESULTS=window.CR_RESULTS||{})[", key_js.encode("ascii"),
                      b']={"source":', js_literal(source_name).encode("ascii"), b',"raw":', raw_js,
+                     b',"trace":', js_literal(trace).encode("ascii"),
                      b',"record":', _escape(text), b"};\n"))
 
 
@@ -550,7 +555,8 @@ def write_bundle(bundle: str, items: list[tuple[str, str, int, int]], results_di
         state[path] = [mtime_ns, size, summary, ""]
         if record["uid"] not in seen:
             seen.add(record["uid"])
-            parts.append(detail_js(record, text, samples, path, name, f"{bundle}:{record['uid']}"))
+            trace = copy_trace(record, path, os.path.dirname(results_dir))
+            parts.append(detail_js(record, text, samples, path, name, f"{bundle}:{record['uid']}", trace))
     target = os.path.join(results_dir, bundle + ".js")
     if parts:
         write_file(target, b"".join(parts))
@@ -561,6 +567,54 @@ def write_bundle(bundle: str, items: list[tuple[str, str, int, int]], results_di
             pass
     write_file(os.path.join(state_dir, bundle + ".json"), json.dumps(state, separators=(",", ":")).encode("utf-8"))
     return out
+
+
+TRACES_DIR = "traces"  # beside data/results: data/traces/<sha256>.trace.json.gz
+TRACE_MAX_BYTES = 64 * 2**20
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def copy_trace(record: dict, record_path: str, data_dir: str) -> str | None:
+    """Copy a profile's trace file into the site, so that its result page can link to it;
+    the site-relative path, or None (no trace, or not the one the record names).
+
+    The record is input like any other: only a plain file name ending .trace.json.gz,
+    beside the record, at most TRACE_MAX_BYTES, whose sha256 is the one the record
+    states, is copied, under that sha256 (so a trace is kept once however many builds and
+    bundles meet it, and no name of the record's reaches the site's file system).
+    """
+    trace = record.get("trace")
+    if not isinstance(trace, dict):
+        return None
+    name, sha = trace.get("file"), trace.get("sha256")
+    if not (isinstance(name, str) and isinstance(sha, str) and _SHA256_RE.match(sha) and name.endswith(TRACE_SUFFIX)
+            and name == os.path.basename(name) and "\\" not in name):
+        return None
+    rel = f"data/{TRACES_DIR}/{sha}{TRACE_SUFFIX}"
+    target = os.path.join(data_dir, TRACES_DIR, sha + TRACE_SUFFIX)
+    if os.path.isfile(target):
+        return rel
+    source = os.path.join(os.path.dirname(record_path), name)
+    try:  # no link followed, and a FIFO or device is not waited on: it is refused
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            blob = f.read(TRACE_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(blob) > TRACE_MAX_BYTES or hashlib.sha256(blob).hexdigest() != sha:
+        return None
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    temp = f"{target}.{os.getpid()}.tmp"
+    write_file(temp, blob)
+    os.replace(temp, target)
+    return rel
 
 
 def write_bundles(jobs: list, results_dir: str, state_dir: str) -> list[list[tuple[list | None, str]]]:
