@@ -331,24 +331,36 @@ def test_two_runs_of_the_same_model_are_not_called_very_different(run_cr):
     difference. On a machine that other work keeps busy, a large difference is real: the test
     measures the other processes' share of the CPU and asks for quiet only when it had it."""
     args = ("model", "lenet-digits", "--backend", "onnxruntime", "--threads", "1", "--min-duration", "1", "--min-queries", "500")
-    busy0, total0 = _cpu_jiffies()
-    ours0 = sum(os.times()[2:4])
-    uids = [_bench(run_cr, *args)["uid"] for _ in range(2)]
-    busy1, total1 = _cpu_jiffies()
-    ticks = os.sysconf("SC_CLK_TCK")
-    others = max(0.0, (busy1 - busy0) - (sum(os.times()[2:4]) - ours0) * ticks) / max(1, total1 - total0)
-    done = run_cr("results", "compare", *uids, "--json")
-    assert done.returncode == 0, done.stderr
-    pair = json.loads(done.stdout)["significance"]["pairs"][0]
-    p50 = pair["metrics"][0]
-    assert p50["metric"] == "p50_ns" and p50["verdict"] in ("faster", "slower", "inconclusive")
-    assert p50["ci"][0] <= p50["ratio"] <= p50["ci"][1]
+
+    def pair_of_runs():
+        busy0, total0 = _cpu_jiffies()
+        ours0 = sum(os.times()[2:4])
+        uids = [_bench(run_cr, *args)["uid"] for _ in range(2)]
+        busy1, total1 = _cpu_jiffies()
+        ticks = os.sysconf("SC_CLK_TCK")
+        others = max(0.0, (busy1 - busy0) - (sum(os.times()[2:4]) - ours0) * ticks) / max(1, total1 - total0)
+        done = run_cr("results", "compare", *uids, "--json")
+        assert done.returncode == 0, done.stderr
+        p50 = json.loads(done.stdout)["significance"]["pairs"][0]["metrics"][0]
+        assert p50["metric"] == "p50_ns" and p50["verdict"] in ("faster", "slower", "inconclusive")
+        assert p50["ci"][0] <= p50["ratio"] <= p50["ci"][1]
+        return uids, others, p50
+
+    def far_apart(p50):
+        return p50["verdict"] != "inconclusive" and not (0.8 < p50["ci"][0] and p50["ci"][1] < 1.25)
+
+    uids, others, p50 = pair_of_runs()
     text = run_cr("results", "compare", *uids)
     assert "p50 latency" in text.stdout and "95% interval" in text.stdout
     if others > 0.10:
         pytest.skip(f"the machine was not quiet: other processes used {100 * others:.0f}% of its CPU during the runs")
-    if p50["verdict"] != "inconclusive":
-        assert 0.8 < p50["ci"][0] and p50["ci"][1] < 1.25, p50
+    if far_apart(p50):
+        # A virtual machine's speed can change under it (a neighbour's load shows in no
+        # counter of ours): then the verdict is right. Confidently far apart twice in a row
+        # on a quiet machine is what would be the verdict's fault.
+        _, others, again = pair_of_runs()
+        if others <= 0.10:
+            assert not far_apart(again), (p50, again)
 
 
 _BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
