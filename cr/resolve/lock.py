@@ -341,17 +341,24 @@ def _strings_problem(value: object, pointer: str) -> tuple[str, str] | None:
     return None
 
 
+def _parse_problem(value, parse, at: str, expected: str) -> tuple[str, str] | None:
+    """(at, what is wrong) when value is no string that parse (a refs parser) accepts."""
+    try:
+        if not isinstance(value, str):
+            raise CRError("")
+        parse(value)
+    except CRError:
+        return at, f"expected {expected}, found {_shown(value)}"
+    return None
+
+
 def _lock_problem(lock: dict) -> tuple[str, str] | None:
     """(JSON pointer, what is wrong) of the first field of a lock cr cannot use, or None."""
     from ..store.refs import name_problem, parse_ref, parse_version
 
-    root = lock.get("root")
-    try:
-        if not isinstance(root, str):
-            raise CRError("")
-        parse_ref(root)
-    except CRError:
-        return "/root", f"expected a component reference (kind:name@version), found {_shown(root)}"
+    problem = _parse_problem(lock.get("root"), parse_ref, "/root", "a component reference (kind:name@version)")
+    if problem:
+        return problem
     problem = (_text_problem(lock.get("interpreter"), "/interpreter", required=True)
                or _strings_problem(lock.get("missing"), "/missing") or _strings_problem(lock.get("requires"), "/requires"))
     if problem:
@@ -381,13 +388,9 @@ def _lock_problem(lock: dict) -> tuple[str, str] | None:
         if why is not None:
             return f"{at}/name", f"expected a software name, found {_shown(sw.get('name'))}" + (f" ({why})" if why else "")
         names.add(sw["name"])
-        version = sw.get("version")
-        try:
-            if not isinstance(version, str):
-                raise CRError("")
-            parse_version(version)
-        except CRError:
-            return f"{at}/version", f"expected a PEP 440 version, found {_shown(version)}"
+        problem = _parse_problem(sw.get("version"), parse_version, f"{at}/version", "a PEP 440 version")
+        if problem:
+            return problem
         if sw.get("origin") not in _ORIGINS:
             return f"{at}/origin", f"expected one of {', '.join(_ORIGINS)}, found {_shown(sw.get('origin'))}"
         problem = _strings_problem(sw.get("requested_by"), f"{at}/requested_by")
