@@ -27,7 +27,7 @@ ARCHIVE_CMDS = ("pack", "unpack")
 def _registered() -> bool:
     from cr.cli.main import cli
 
-    return all(name in cli.commands for name in ARCHIVE_CMDS)
+    return all(name in cli.list_commands(None) for name in ARCHIVE_CMDS)
 
 
 # Until cr/cli/main.py registers the commands, the CLI is started through a shim that

@@ -31,4 +31,4 @@ def test_readme_main_job_uses_only_existing_commands():
     for step in main_job.split("&&"):
         words = step.split()
         if words and words[0] == "cr":
-            assert words[1] in cli.commands, f"README runs unknown command: {step.strip()}"
+            assert words[1] in cli.list_commands(None), f"README runs unknown command: {step.strip()}"

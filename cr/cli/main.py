@@ -81,7 +81,49 @@ class CLIReporter(Reporter):
             self._progress_task = None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Each command's module is imported only when that command runs (or when --help lists
+# them all): a `cr find` pays for click and the find command, not for the CLI of
+# benchmarking, archives, campaigns and dashboards (about 15 ms of imports).
+_COMMANDS = {
+    "find": "components:find", "show": "components:show", "new": "components:new",
+    "check": "components:check", "hash": "components:hash_", "repo": "repos:repo",
+    "platform": "platform:platform_", "detect": "software:detect", "install": "software:install",
+    "env": "software:env", "resolve": "resolve:resolve", "benchmark": "actions:benchmark",
+    "run": "actions:run_", "validate": "actions:validate", "compile": "compile:compile_",
+    "pack": "archive:pack", "unpack": "archive:unpack", "init": "solution:init",
+    "reproduce": "solution:reproduce", "results": "results:results", "dashboard": "dashboard:dashboard",
+    "publish": "publish:publish", "campaign": "campaign:campaign", "scheduler": "campaign:scheduler",
+    "worker": "campaign:worker", "profile": "profile:profile",
+}
+
+
+def _load_command(name: str) -> click.Command:
+    import importlib
+
+    module, attr = _COMMANDS[name].split(":")
+    command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+    if name == "env":  # `cr env exec|shell` live with resolve
+        from .resolve import exec_, shell
+
+        for sub in (exec_, shell):
+            if sub.name not in command.commands:
+                command.add_command(sub)
+    return command
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands (named in _COMMANDS) are imported on first use."""
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands and cmd_name in _COMMANDS:
+            self.add_command(_load_command(cmd_name), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def list_commands(self, ctx):
+        return sorted(set(self.commands) | set(_COMMANDS))
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="cr", message="%(prog)s (reefkit) %(version)s")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Only print results and errors.")
@@ -95,28 +137,6 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     """
     ctx.obj = {"debug": debug}
     set_reporter(CLIReporter(quiet=quiet))
-
-
-def _register_commands() -> None:
-    from . import actions, archive, components, dashboard, platform, publish, repos, resolve, results, software, solution
-    from .compile import compile_
-
-    for command in (
-        components.find, components.show, components.new, components.check, components.hash_,
-        repos.repo, platform.platform_, software.detect, software.install, software.env, resolve.resolve,
-        actions.benchmark, actions.run_, actions.validate, compile_, archive.pack, archive.unpack,
-        solution.init, solution.reproduce, results.results, dashboard.dashboard, publish.publish,
-    ):
-        cli.add_command(command)
-    software.env.add_command(resolve.exec_)
-    software.env.add_command(resolve.shell)
-    from .campaign import campaign, scheduler, worker
-    from .profile import profile
-    for command in (campaign, scheduler, worker, profile):
-        cli.add_command(command)
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
