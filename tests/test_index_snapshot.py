@@ -348,3 +348,92 @@ def test_cli_sees_an_edit_made_right_after_a_warm_search(tmp_path, run_cr):
     assert found()["m2"] == "after"
     make_component(repo, "model", "m9", tags=["t"])
     assert sorted(found()) == ["m0", "m1", "m2", "m3", "m4", "m9"]
+
+
+@pytest.fixture
+def shared_out(monkeypatch):
+    """The check shared out over three processes whatever the number of paths and CPUs;
+    yields the list of the children it forked."""
+    monkeypatch.setattr(snapshot, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(snapshot, "_usable_cpus", lambda: 3)
+    real_single = snapshot._single_threaded
+    monkeypatch.setattr(snapshot, "_single_threaded", lambda: True)  # whatever other tests left running
+    monkeypatch.setattr(snapshot, "_real_single_threaded", real_single, raising=False)
+    forked = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return forked
+
+
+def test_a_shared_out_check_confirms_an_unchanged_store(store, shared_out, monkeypatch):
+    repo, index = store
+    walks = Walks(monkeypatch)
+    assert index.refresh().scanned == 8
+    assert walks.count == 0 and len(shared_out) == 2
+
+
+@pytest.mark.parametrize("which", range(8))
+def test_a_shared_out_check_sees_an_edit_in_any_share(store, shared_out, monkeypatch, which):
+    """Whichever process's share the edited meta falls in, the refresh walks and sees it."""
+    repo, index = store
+    meta = sorted(repo.glob("*/*/*/meta.json"))[which]
+    rewrite_in_place(meta, "edited")
+    walks = Walks(monkeypatch)
+    index.refresh()
+    assert walks.count == 1 and len(shared_out) == 2
+    kind, name, version = meta.parts[-4:-1]
+    assert [c.description for c in index.components(kind=kind, name=name) if c.version == version] == ["edited"]
+    for pid in shared_out:  # every child was waited for
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_child_that_fails_means_a_walk(store, shared_out, monkeypatch):
+    """A child that cannot answer (here: its check raises) is no 'unchanged'."""
+    repo, index = store
+    parent = os.getpid()
+    real_same = snapshot._same
+
+    def same(*args):
+        if os.getpid() != parent:
+            raise RuntimeError("the child's check broke")
+        return real_same(*args)
+
+    monkeypatch.setattr(snapshot, "_same", same)
+    walks = Walks(monkeypatch)
+    assert index.refresh().scanned == 8
+    assert walks.count == 1 and len(shared_out) == 2
+
+
+def test_no_fork_beside_another_thread(store, shared_out, monkeypatch):
+    """A process with another thread (a library's, a server's) checks alone: a child of a
+    fork would hold copies of that thread's locks."""
+    import threading
+
+    repo, index = store
+    monkeypatch.setattr(snapshot, "_single_threaded", snapshot._real_single_threaded)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        walks = Walks(monkeypatch)
+        assert index.refresh().scanned == 8
+        rewrite_in_place(repo / "model" / "m5" / "1.0.0" / "meta.json", "edited")
+        index.refresh()
+    finally:
+        stop.set()
+        thread.join()
+    assert shared_out == [] and walks.count == 1
+    assert index.components(kind="model", name="m5")[0].description == "edited"
+
+
+def test_random_changes_with_the_check_shared_out(tmp_path, cr_home, monkeypatch, shared_out):
+    test_random_changes_are_seen_as_a_full_walk_sees_them(tmp_path, cr_home, monkeypatch)
+    assert shared_out

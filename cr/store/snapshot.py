@@ -108,23 +108,115 @@ def unchanged(blob: bytes | None, repos: str) -> int | None:
         return None
     if fmt != FORMAT or their_repos != repos:
         return None
-    for base, dirs, dir_stamps, metas, meta_stamps in groups:
-        if len(dirs) != len(dir_stamps) or len(metas) != len(meta_stamps):
-            return None
-        if not base or os.stat not in os.supports_dir_fd:
-            same = _same(base, dirs, dir_stamps, metas, meta_stamps, None)
-        else:
+    work, fds = [], []
+    try:
+        for base, dirs, dir_stamps, metas, meta_stamps in groups:
+            if len(dirs) != len(dir_stamps) or len(metas) != len(meta_stamps):
+                return None
+            fd = None
+            if base and os.stat in os.supports_dir_fd:
+                try:
+                    fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+                except OSError:
+                    return None  # the repository's directory is gone: let the walk see what is left
+                fds.append(fd)
+            work.append((base, dirs, dir_stamps, metas, meta_stamps, fd))
+        n = _processes(work)
+        same = _parallel_same(work, n) if n > 1 else _share_same(work, 0, 1)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return scanned if same else None
+
+
+# The stats are the whole cost of a warm refresh, and each one is ~1 µs of kernel time
+# inside ~2 µs of Python. Threads cannot share that out (the GIL changes hands at every
+# call, which costs more than the call), processes can: over PARALLEL_MIN paths, on a
+# machine with more than one usable CPU, forked children check contiguous shares of
+# the paths while this process checks its own, and each answers with its exit status
+# (0: all the same). Measured on 2 CPUs over 20,000 paths: 64 ms alone, 52 ms shared
+# (the kernel's reference counts on the one mount are shared too).
+PARALLEL_MIN = 6000
+MAX_PROCESSES = 4
+
+
+def _processes(work) -> int:
+    total = sum(len(w[1]) + len(w[3]) for w in work)
+    if total < PARALLEL_MIN or not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity"):
+        return 1
+    try:
+        # A fork copies only the calling thread: never fork beside others (any thread of
+        # the process, the C libraries' included, may hold a lock the child would need).
+        if not _single_threaded():
+            return 1
+        cpus = _usable_cpus()
+    except OSError:
+        return 1
+    return max(1, min(cpus, MAX_PROCESSES, total // max(1, PARALLEL_MIN // 2)))
+
+
+def _single_threaded() -> bool:
+    return len(os.listdir("/proc/self/task")) == 1
+
+
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+SIGKILL = 9  # POSIX fixes its number (importing signal would import enum)
+
+
+def _parallel_same(work, n: int) -> bool:
+    children: list[int] = []
+    same = False
+    try:
+        for share in range(1, n):
             try:
-                fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+                pid = os.fork()
             except OSError:
-                return None  # the repository's directory is gone: let the walk see what is left
-            try:
-                same = _same(base, dirs, dir_stamps, metas, meta_stamps, fd)
-            finally:
-                os.close(fd)
-        if not same:
-            return None
-    return scanned
+                break  # no more processes: the shares not handed out are checked here
+            if pid == 0:  # the child: check one share, answer with the exit status, run nothing else
+                code = 2
+                try:
+                    code = 0 if _share_same(work, share, n) else 1
+                finally:
+                    os._exit(code)
+            children.append(pid)
+        same = all(_share_same(work, share, n) for share in [0, *range(len(children) + 1, n)])
+        for pid in children:
+            _, status = os.waitpid(pid, 0) if same else _stop(pid)
+            same = same and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        children = []
+    finally:
+        for pid in children:  # interrupted, or decided without them: none is left behind
+            _stop(pid)
+    return same
+
+
+def _stop(pid: int) -> tuple[int, int]:
+    try:
+        os.kill(pid, SIGKILL)
+    except OSError:
+        pass
+    try:
+        return os.waitpid(pid, 0)
+    except ChildProcessError:
+        return pid, 1 << 8  # already reaped: counts as "different"
+
+
+def _share_same(work, share: int, n: int) -> bool:
+    """Whether the stamps of the share-th of n contiguous parts of each list are as recorded
+    (contiguous, not interleaved: each process then touches, and copies on write, only the
+    memory of its own part)."""
+    for base, dirs, dir_stamps, metas, meta_stamps, fd in work:
+        if n > 1:
+            d0, d1 = len(dirs) * share // n, len(dirs) * (share + 1) // n
+            m0, m1 = len(metas) * share // n, len(metas) * (share + 1) // n
+            dirs, dir_stamps = dirs[d0:d1], dir_stamps[d0:d1]
+            metas, meta_stamps = metas[m0:m1], meta_stamps[m0:m1]
+        if not _same(base, dirs, dir_stamps, metas, meta_stamps, fd):
+            return False
+    return True
 
 
 def _same(base: str, dirs, dir_stamps, metas, meta_stamps, fd: int | None) -> bool:
