@@ -5,13 +5,10 @@ import json
 
 import click
 
-from . import output
+from . import fastfind, output
+from .fastfind import split_tags as _split_tags
 
 KIND_HELP = "model, dataset, solution, platform, action or software"
-
-
-def _split_tags(value: str | None) -> list[str]:
-    return [t.strip() for t in value.split(",") if t.strip()] if value else []
 
 
 @click.command()
@@ -23,14 +20,7 @@ def _split_tags(value: str | None) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def find(kind, tags, version, repo, name, as_json):
     """Find components (KIND: model, dataset, solution, platform, action, software)."""
-    from ..api import find as api_find
-
-    found = api_find(kind, tags=_split_tags(tags), version=version, repo=repo, name=name)
-    if as_json:
-        output.emit_json([c.to_dict() for c in found])
-        return
-    rows = [[c.ref, c.repo, ",".join(c.tags), c.description] for c in found]
-    output.table(["REF", "REPO", "TAGS", "DESCRIPTION"], rows, empty="no matching components")
+    fastfind.run(kind, tags, version, repo, name, as_json)
 
 
 @click.command()

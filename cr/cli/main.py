@@ -8,77 +8,47 @@ from __future__ import annotations
 import sys
 
 
-def _version_fast_path() -> None:
-    """`cr --version` (the console script or python -m cr) answers before click and the
-    rest of the CLI are imported: it then costs hardly more than starting Python."""
+def _is_cr() -> bool:
+    """Whether this process is `cr` (the console script, or python -m cr), not a program
+    that imported the CLI."""
     import os
 
-    if sys.argv[1:] != ["--version"] or not sys.argv[0]:
-        return
+    if not sys.argv[0]:
+        return False
     program = os.path.basename(sys.argv[0])
-    if program in ("cr", "cr.exe", "cr-script.py") or (
+    return program in ("cr", "cr.exe", "cr-script.py") or (
         program == "__main__.py" and os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0]))) == "cr"
-    ):
+    )
+
+
+def _fast_paths() -> None:
+    """`cr --version`, and `cr find` in its plain forms (cli/fastfind.py), answer before
+    click and the rest of the CLI are imported: the first then costs hardly more than
+    starting Python, the second only its search."""
+    if sys.argv[1:] == ["--version"] and _is_cr():
         from ..__about__ import __version__
 
         sys.stdout.write(f"cr (reefkit) {__version__}\n")
         sys.stdout.flush()
         raise SystemExit(0)
+    if sys.argv[1:2] == ["find"] and _is_cr():
+        from .fastfind import main as fast_find
+
+        status = fast_find(sys.argv[2:])
+        if status is not None:
+            raise SystemExit(status)
 
 
 if __name__ == "cr.cli.main":
-    _version_fast_path()
+    _fast_paths()
 
 import click  # noqa: E402
 
 from ..__about__ import __version__  # noqa: E402
 from ..errors import CRError  # noqa: E402
-from ..events import Reporter, set_reporter  # noqa: E402
+from ..events import set_reporter  # noqa: E402
 from . import output  # noqa: E402
-
-
-class CLIReporter(Reporter):
-    """Warnings and infos on stderr; the same warning is shown once per run."""
-
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet
-        self._seen: set[str] = set()
-
-    def warning(self, message: str) -> None:
-        if message not in self._seen:
-            self._seen.add(message)
-            output.warn(message)
-
-    def info(self, message: str) -> None:
-        if not self.quiet:
-            self._end_progress()
-            click.echo(message, err=True)
-
-    # Progress of work with a known size (downloads) is one line rewritten in place on a
-    # terminal, at most ten times a second; in a pipe or a log it is left out.
-    _progress_task: str | None = None
-    _progress_at = 0.0
-
-    def progress(self, task: str, done: int, total: int | None) -> None:
-        if self.quiet or not total or not sys.stderr.isatty():
-            return
-        import time
-
-        now = time.monotonic()
-        finished = done >= total
-        if not finished and task == self._progress_task and now - self._progress_at < 0.1:
-            return
-        self._progress_task, self._progress_at = task, now
-        line = f"{task}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({100 * done / total:.0f}%)"
-        click.echo("\r" + line + "\x1b[K", err=True, nl=False)
-        if finished:
-            click.echo("", err=True)
-            self._progress_task = None
-
-    def _end_progress(self) -> None:
-        if self._progress_task is not None:
-            click.echo("", err=True)
-            self._progress_task = None
+from .output import CLIReporter  # noqa: E402,F401  (importable from here, as before)
 
 
 # Each command's module is imported only when that command runs (or when --help lists

@@ -1,10 +1,20 @@
-"""Rendering for the CLI: JSON, tables, warnings. rich is imported only when a table is drawn on a terminal."""
+"""Rendering for the CLI: JSON, tables, warnings, the reporter. rich is imported only when a
+table is drawn on a terminal; click not at all (`cr find` runs without it: cli/fastfind.py)."""
 from __future__ import annotations
 
 import json
 import sys
 
-import click
+from ..events import Reporter
+
+
+def echo(text: str = "", err: bool = False, nl: bool = True) -> None:
+    """text (and a newline) on stdout or stderr, flushed: what click.echo does with a str."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    stream.write(text + "\n" if nl else text)
+    stream.flush()
 
 
 # C0 and C1 control characters (ESC starts terminal escape sequences), DEL, and the bidi and
@@ -26,7 +36,7 @@ _JSON_UNSAFE = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7f}
 
 
 def emit_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_JSON_UNSAFE))
+    echo(json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_JSON_UNSAFE))
 
 
 def _console(stderr: bool = False):
@@ -38,11 +48,11 @@ def _console(stderr: bool = False):
 def table(columns: list[str], rows: list[list], title: str | None = None, empty: str = "nothing found") -> None:
     """A table on stdout (rich on a terminal, plain aligned text otherwise); a line on stderr when there are no rows."""
     if not rows:
-        click.echo(empty, err=True)
+        echo(empty, err=True)
         return
     cells = [["" if v is None else clean(v) for v in row] for row in rows]
     if not sys.stdout.isatty():
-        click.echo(plain_table(columns, cells, title))
+        echo(plain_table(columns, cells, title))
         return
     from rich.table import Table
 
@@ -85,10 +95,54 @@ def plain_table(columns: list[str], cells: list[list[str]], title: str | None = 
 
 
 def warn(message: str) -> None:
-    click.echo(f"Warning: {message}", err=True)
+    echo(f"Warning: {message}", err=True)
 
 
 def error(message: str, hint: str | None) -> None:
-    click.echo(f"Error: {message}", err=True)
+    echo(f"Error: {message}", err=True)
     if hint:
-        click.echo(f"Hint: {hint}", err=True)
+        echo(f"Hint: {hint}", err=True)
+
+
+class CLIReporter(Reporter):
+    """Warnings and infos on stderr; the same warning is shown once per run."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self._seen: set[str] = set()
+
+    def warning(self, message: str) -> None:
+        if message not in self._seen:
+            self._seen.add(message)
+            warn(message)
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            self._end_progress()
+            echo(message, err=True)
+
+    # Progress of work with a known size (downloads) is one line rewritten in place on a
+    # terminal, at most ten times a second; in a pipe or a log it is left out.
+    _progress_task: str | None = None
+    _progress_at = 0.0
+
+    def progress(self, task: str, done: int, total: int | None) -> None:
+        if self.quiet or not total or not sys.stderr.isatty():
+            return
+        import time
+
+        now = time.monotonic()
+        finished = done >= total
+        if not finished and task == self._progress_task and now - self._progress_at < 0.1:
+            return
+        self._progress_task, self._progress_at = task, now
+        line = f"{task}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({100 * done / total:.0f}%)"
+        echo("\r" + line + "\x1b[K", err=True, nl=False)
+        if finished:
+            echo("", err=True)
+            self._progress_task = None
+
+    def _end_progress(self) -> None:
+        if self._progress_task is not None:
+            echo("", err=True)
+            self._progress_task = None
