@@ -13,8 +13,6 @@ any command.
 """
 from __future__ import annotations
 
-import sys
-
 from . import output
 
 _VALUED = {"--tags": "tags", "--version": "version", "--repo": "repo", "--name": "name"}
@@ -88,6 +86,3 @@ def main(args: list[str]) -> int | None:
         return 0
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]) or 0)
