@@ -151,16 +151,14 @@ def entries() -> tuple[dict[str, ExecutorEntry], dict[str, list[ExecutorEntry]]]
     """(name -> entry, name -> the conflicting entries of names registered twice); nothing imported."""
     from importlib import metadata
 
-    try:
-        eps = metadata.entry_points(group=GROUP)
-    except TypeError:  # Python 3.9: entry_points() takes no arguments
-        eps = metadata.entry_points().get(GROUP, [])
+    every = metadata.entry_points()
     chosen: dict[str, ExecutorEntry] = {}
     conflicts: dict[str, list[ExecutorEntry]] = {}
-    for ep in eps:
+    # Python 3.9 answers a dict of groups; later versions, something to select() from
+    for ep in every.select(group=GROUP) if hasattr(every, "select") else every.get(GROUP, []):
         dist = getattr(ep, "dist", None)
-        origin = f"distribution {dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
-        entry, old = ExecutorEntry(ep.name, ep.value, origin), chosen.get(ep.name)
+        who = f"distribution {dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
+        entry, old = ExecutorEntry(ep.name, ep.value, who), chosen.get(ep.name)
         if old is None:
             chosen[ep.name] = entry
         elif old != entry:
@@ -276,14 +274,16 @@ def make(name: str, options: dict | None = None):
     return cls(**values)
 
 
-def describe() -> list[tuple[str, str]]:
-    """(name, summary) of every registered executor, for help texts; a broken one is listed
-    with what is wrong, never raised."""
+def describe() -> list[tuple[str, str, list[str] | None]]:
+    """(name, summary, its options' names) of every registered executor, for help texts; a
+    broken one has what is wrong as its summary and None as options, never an exception."""
     out = []
     for name in available():
         try:
-            summary = getattr(load(name), "summary", "") or ""
+            cls = load(name)
         except CRError as exc:
-            summary = f"cannot be used: {exc.message}"
-        out.append((name, summary))
+            out.append((name, f"cannot be used: {exc.message}", None))
+            continue
+        names = [o.name for o in options_of(cls).values() if o.type is not object]
+        out.append((name, getattr(cls, "summary", "") or "", names))
     return out

@@ -156,10 +156,8 @@ class ExecutorHelp(click.Option):
 
             try:
                 listed = executors.describe()
-                names = "; ".join(f"{n}: {summary}" for n, summary in listed) or "none registered"
-                opts = "; ".join(f"{n}: " + (", ".join(o.name for o in executors.options_of(executors.load(n)).values()
-                                                         if o.type is not object) or "none")
-                                 if not summary.startswith("cannot be used") else f"{n}: ?" for n, summary in listed)
+                names = "; ".join(f"{n}: {summary}" for n, summary, _ in listed) or "none registered"
+                opts = "; ".join(f"{n}: {', '.join(o) if o else 'none' if o is not None else '?'}" for n, _, o in listed)
             except Exception:  # a broken entry point must not break --help
                 names = opts = f"see the {executors.GROUP} entry points"
             self.help = self.help.replace("{executors}", names).replace("{executor_options}", opts)
@@ -191,7 +189,7 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
 @click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
 @click.option("--retries", type=click.IntRange(0, 100), help="dask: runs of a job again after its worker left mid-job  [default: 2]")
-@click.option("--wait-for-workers", type=click.IntRange(0), help="dask: wait until this many cr workers joined.")
+@click.option("--wait-for-workers", type=click.IntRange(0), help="dask: wait until this many cr workers joined  [default: 0]")
 @click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]")
 @click.option("--connect-timeout", type=float, help="dask: seconds to wait for the scheduler to answer  [default: 10.0]")
 @_tls_options
