@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, make_component, make_repo
+from conftest import ROOT, make_certs, make_component, make_repo
 from test_campaign import null_solution
 from test_dashboard import browser  # noqa: F401  (the Chromium fixture)
 
@@ -259,24 +259,9 @@ def test_a_worker_killed_mid_job_the_job_completes_elsewhere_once(cluster):
     assert status[0]["failed_attempts"][0]["worker"] == victim
 
 
-def _certs(folder: Path) -> tuple[Path, Path, Path]:
-    """A throwaway CA and one certificate it signed (for 127.0.0.1), made with the openssl CLI."""
-    import shutil
-
-    if not shutil.which("openssl"):
-        pytest.skip("the openssl command is not installed")
-    ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.pem", "node.key", "node.csr", "node.pem"))
-    run = lambda *a: subprocess.run(["openssl", *map(str, a)], check=True, capture_output=True)  # noqa: E731
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=test-ca")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
-    ext = folder / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "1", "-extfile", ext)
-    return ca, cert, key
-
-
 def test_tls_on_loopback(tmp_path):
-    ca, cert, key = _certs(tmp_path)
+    ca, made = make_certs(tmp_path)
+    cert, key = made["node"]
     tls = ["--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key]
     env = {**os.environ, "CR_HOME": str(tmp_path / "coordinator")}
     sched = _start(["scheduler", "--port", "0", *tls], env, tmp_path / "s.log")
