@@ -27,6 +27,7 @@ import stat
 from array import array
 from typing import Callable, NamedTuple
 
+from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
 from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
@@ -655,10 +656,8 @@ def copy_trace(record: dict, record_path: str, data_dir: str) -> str | None:
         os.close(fd)
     if len(blob) > TRACE_MAX_BYTES or hashlib.sha256(blob).hexdigest() != sha:
         return None
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    temp = f"{target}.{os.getpid()}.tmp"
-    write_file(temp, blob)
-    os.replace(temp, target)
+    with atomic_file(target, suffix=f".{os.getpid()}.tmp") as f:  # <pid>.tmp: a killed build's is swept
+        f.write(blob)
     return rel
 
 
