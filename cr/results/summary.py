@@ -22,6 +22,7 @@ Standard library only: the dashboard builder's worker processes import this modu
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 import re
@@ -127,6 +128,7 @@ def metric_text(unit: str, value) -> str:
 _CPU_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@\s*[\d.]+\s*[GM]Hz|\b\d+-Core\b", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=256)  # a few machines label thousands of records
 def short_cpu(model: str | None) -> str | None:
     """'Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz' -> 'Intel Xeon Gold 6338'."""
     if not model:
@@ -144,16 +146,20 @@ def platform_description(platform) -> str:
     model without its trademarks and clock; 'unknown machine' when nothing names it."""
     if not isinstance(platform, dict):
         platform = {}
-    android = _get(platform, "android", kind=dict) or {}
-    name = (_text(platform.get("board"), 100)
-            or " ".join(_text(android.get(k), 60) for k in ("manufacturer", "model") if _text(android.get(k), 60))
-            or short_cpu(_text(_get(platform, "cpu", "model"), 100)) or "unknown machine")
+    cpu = platform.get("cpu")
+    cpu = cpu if isinstance(cpu, dict) else {}
+    name = _text(platform.get("board"), 100)
+    if not name and isinstance(platform.get("android"), dict):  # a phone
+        name = " ".join(x for x in (_text(platform["android"].get(k), 60) for k in ("manufacturer", "model")) if x)
+    name = name or short_cpu(_text(cpu.get("model"), 100)) or "unknown machine"
     where = "/".join(x for x in (_text(platform.get("os"), 40), _text(platform.get("arch"), 40)) if x)
-    cores = _get(platform, "cpu", "cores", kind=int)
-    facts = [x for x in (where, f"{cores} core{'s' if cores > 1 else ''}" if cores else "") if x]
-    text = name + (f" ({', '.join(facts)})" if facts else "")
+    cores = cpu.get("cores")
+    cores = f"{cores} core{'s' if cores > 1 else ''}" if type(cores) is int and cores > 0 else ""
+    facts = ", ".join(x for x in (where, cores) if x)
+    text = f"{name} ({facts})" if facts else name
     counts: dict[str, int] = {}
-    for a in _get(platform, "accelerators", kind=list) or []:
+    accelerators = platform.get("accelerators")
+    for a in accelerators if isinstance(accelerators, list) else ():
         accelerator = _text(a.get("name"), 100) if isinstance(a, dict) else ""
         if accelerator:
             counts[accelerator] = counts.get(accelerator, 0) + 1
@@ -197,7 +203,7 @@ FIELDS = (
     Field("latency_bound_ms", scenario="server"),
     Field("engine", default="cr"),
     Field("inputs", default="auto"),
-    Field("include_preprocess"),
+    Field("include_preprocess", default=False),
     Field("split", shown="judged"),
     # settings of one action (not part of the key: pack and reproduce match on the fields above)
     Field("limit", identity=False),
@@ -223,6 +229,9 @@ FIELD = {f.key: f for f in FIELDS}
 # config_key's fields, in its tuple's order
 CONFIG_FIELDS = tuple(f.key for f in FIELDS if f.identity)
 _KNOWN = frozenset(FIELD) | MEASUREMENT
+# (key, name or None, default, its only scenario, shown only when judged) of the fields labels show
+_LABELLED = tuple((f.key, None if f.word is None else f.name, f.default, f.scenario, f.shown == "judged")
+                  for f in FIELDS if f.shown != "never")
 
 
 def _plain(value):
@@ -246,18 +255,26 @@ def _backend_options(record) -> dict | None:
     return options if isinstance(options, dict) else None
 
 
+def _scenario(record, config: dict):
+    return _get(config, "scenario", kind=str) or _get(record, "metrics", "scenario", kind=str)
+
+
+def _batch_size(record, config: dict):
+    """As run: the model's own batch size when none was given (a failed run: as given)."""
+    return (config.get("batch_size") or _get(record, "metrics", "batch_size", kind=int)
+            or _get(record, "inputs", "batch_size", kind=int))
+
+
 def config_fields(record) -> dict:
     """{field: value} of CONFIG_FIELDS for a record, as run (defensive: anything missing is None)."""
     config = _get(record, "config", kind=dict) or {}
     pipeline = _get(record, "pipeline", kind=dict) or {}
     values = {
         "action": _get(record, "action", kind=str),
-        "scenario": _get(config, "scenario", kind=str) or _get(record, "metrics", "scenario", kind=str),
+        "scenario": _scenario(record, config),
         "backend": _get(record, "backend", "name", kind=str) or _get(config, "backend", kind=str),
         "backend_options": _backend_options(record),
-        # as run: the model's own batch size when none was given (a failed run: as given)
-        "batch_size": config.get("batch_size") or _get(record, "metrics", "batch_size", kind=int)
-        or _get(record, "inputs", "batch_size", kind=int),
+        "batch_size": _batch_size(record, config),
         "variant": _get(pipeline, "variant", kind=str) or _get(config, "variant", kind=str),
         "precision": _get(pipeline, "precision", kind=str) or _get(config, "precision", kind=str),
         "include_preprocess": config.get("include_preprocess") or None,  # false = not given
@@ -291,16 +308,19 @@ def config_words(record, beside=()) -> list[str]:
     Left out: a field's default, a field of another scenario, the measurement knobs
     (MEASUREMENT), fields shown="never" (columns of their own) and those the caller shows
     beside the label (beside: keys of FIELDS, e.g. the dashboard's scenario and dataset)."""
-    values = config_fields(record)
+    # (the dashboard labels every record it builds: only what a label shows is read)
     config = _get(record, "config", kind=dict) or {}
+    scenario = _scenario(record, config)
+    benchmark = _get(record, "action", kind=str) == "benchmark"
     words = []
-    for f in FIELDS:
-        if f.shown == "never" or f.key in beside or (f.shown == "judged" and values["action"] == "benchmark"):
+    for key, name, default, only_in, judged in _LABELLED:
+        value = scenario if key == "scenario" else _batch_size(record, config) if key == "batch_size" else config.get(key)
+        if value is None or key in beside or (only_in and only_in != scenario) or (judged and benchmark):
             continue
-        value = values[f.key] if f.identity else _plain(config.get(f.key))
-        if value is None or (value == f.default and type(value) is type(f.default)):
+        value = _plain(value)
+        if value is None or (value == default and type(value) is type(default)):
             continue
-        words.append(value_text(value) if f.word is None else f"{f.name}={value_text(value)}")
+        words.append(value_text(value) if name is None else f"{name}={value_text(value)}")
     for key in sorted(config.keys() - _KNOWN):  # another action's (or a user action's) parameters
         if _plain(config[key]) is not None:
             words.append(f"{key[:40]}={value_text(config[key])}")
