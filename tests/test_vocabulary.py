@@ -103,6 +103,11 @@ def test_differences_and_values_are_worded_like_labels():
     assert [value_text(v) for v in (2.0, 0.1234567, True, None, {"b": 1, "a": [2]})] == [
         "2", "0.123457", "true", "null", '{"a":[2],"b":1}']
     assert value_text("x" * 100) == "x" * 60
+    from cr.results.causes import likely_causes
+
+    # compare's likely causes name a field as labels do (batch, not batch_size)
+    causes = likely_causes(_bench(), _bench(batch_size=8, include_preprocess=True))
+    assert [c["detail"] for c in causes] == ["batch 1 (A) vs 8 (B)", "include_preprocess unset (A) vs true (B)"]
     assert len(config_label(_bench(note="y" * 500, other="z" * 500))) <= 200
 
 

@@ -339,12 +339,19 @@ def config_label(record, beside=(), empty: str = "defaults") -> str:
     return " ".join(config_words(record, beside))[:LABEL_MAX] or empty
 
 
+def field_name(field: str) -> str:
+    """How labels and differences name a configuration field ('batch' for batch_size)."""
+    return FIELD[field].name if field in FIELD else field
+
+
+def field_value(value) -> str:
+    """A configuration field's value in a difference: value_text, 'unset' when missing."""
+    return "unset" if value is None else value_text(value)
+
+
 def describe_difference(field: str, a, b) -> str:
     """'threads 1 vs 2' (a missing value reads 'unset')."""
-    def show(v):
-        return "unset" if v is None else value_text(v)
-
-    return f"{FIELD[field].name if field in FIELD else field} {show(a)} vs {show(b)}"
+    return f"{field_name(field)} {field_value(a)} vs {field_value(b)}"
 
 
 def dataset_label(record) -> str:
