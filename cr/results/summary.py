@@ -186,8 +186,8 @@ class Field:
 
     @property
     def name(self) -> str:
-        """Its name in labels and differences (the unit, where it has one, is part of the key:
-        latency_bound_ms, target_qps, min_duration_s)."""
+        """Its name in labels and differences (a unit, where it has one, is part of the key:
+        latency_bound_ms, target_qps)."""
         return self.word or self.key
 
 
