@@ -21,7 +21,7 @@ from .files import uid_of_file
 from .summary import COLUMNS, since_utc
 
 INDEX_FILE = "index.sqlite"
-INDEX_FORMAT = "2"  # another format: the index is dropped and rebuilt from the files
+INDEX_FORMAT = "3"  # another format: the index is dropped and rebuilt from the files (3: one platform label)
 
 ROW = ("uid", "file", "mtime_ns", "size", "action", "status", "started", "ended", "solution", "solution_name",
        "model", "model_name", "dataset", "dataset_name", "backend", "variant", "precision", "platform",
