@@ -145,11 +145,11 @@ class Scheduler:
                 link.send({"op": "refused", "message": f"a worker named {name} is already connected to this scheduler"})
                 return
             self.workers[name] = peer
-        link.send({"op": "welcome", "address": self.address})
-        link.heartbeat()
-        self._tell_workers()
-        self._dispatch()
         try:
+            link.send({"op": "welcome", "address": self.address})
+            link.heartbeat()
+            self._tell_workers()
+            self._dispatch()
             while True:
                 msg, blobs = link.recv()
                 if msg.get("op") != "result":
@@ -210,10 +210,10 @@ class Scheduler:
         with self._lock:
             sid = next(self._ids)
             self.sessions[sid] = peer
-        link.send({"op": "welcome", "address": self.address})
-        link.heartbeat()
-        self._tell_workers()
         try:
+            link.send({"op": "welcome", "address": self.address})
+            link.heartbeat()
+            self._tell_workers()
             while True:
                 msg, blobs = link.recv()
                 op = msg.get("op")

@@ -44,7 +44,7 @@ class DaskExecutor(Executor):
     """The jobs on the cr workers of a cr scheduler (`cr scheduler`, `cr worker`)."""
 
     name = "dask"
-    summary = "on the cr workers of a cr scheduler (--scheduler ADDR)"
+    summary = "on the cr workers of the cr scheduler (--scheduler ADDR)"
     OPTIONS = (
         Option("scheduler", str, None, "the scheduler's address, tcp://HOST:PORT or tls://... (cr scheduler prints it)",
                required=True, flag="--scheduler"),
