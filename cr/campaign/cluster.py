@@ -48,10 +48,11 @@ def _number(v) -> bool:
 
 
 class _Job:
-    __slots__ = ("key", "session", "job", "kind", "sha", "needs", "allowed", "retries", "attempts", "worker")
+    __slots__ = ("key", "wkey", "session", "job", "kind", "sha", "needs", "allowed", "retries", "attempts", "worker")
 
     def __init__(self, key, session, spec: dict):
         self.key, self.session = key, session
+        self.wkey = f"{session}/{key}"  # what the worker knows it by: two coordinators may submit the same job
         self.job, self.kind, self.sha = spec["job"], spec["kind"], spec.get("sha256")
         self.needs = spec["needs"]
         self.allowed = set(spec["workers"])
@@ -164,6 +165,11 @@ class Scheduler:
             if job is None:
                 return  # not a job this worker was sent: dropped
             self._release(peer, job)
+            session = self.sessions.get(job.session)
+            wanted = session is not None and session.jobs.get(job.key) is job  # not cancelled, its coordinator still there
+        if not wanted:
+            self._dispatch()
+            return
         outcome = msg.get("outcome") if isinstance(msg.get("outcome"), dict) else {
             "status": "failed", "records": [], "error": {"message": f"worker {peer.name} sent no outcome", "hint": None}}
         # who ran it is the connection's worker, whatever the outcome says
@@ -184,7 +190,8 @@ class Scheduler:
                 return
             del self.workers[peer.name]
             for job in peer.running.values():
-                retry = job.attempts <= job.retries and job.session in self.sessions
+                session = self.sessions.get(job.session)
+                retry = job.attempts <= job.retries and session is not None and session.jobs.get(job.key) is job
                 lost.append((job, retry))
                 if retry:
                     job.worker = None
@@ -275,7 +282,7 @@ class Scheduler:
         with self._lock:
             for job in list(self._queue):
                 session = self.sessions.get(job.session)
-                if session is None or job.key not in session.jobs:
+                if session is None or session.jobs.get(job.key) is not job:
                     self._queue.remove(job)
                     continue
                 fits = [p for n, p in self.workers.items()
@@ -288,14 +295,14 @@ class Scheduler:
                 self._queue.remove(job)
                 job.attempts += 1
                 job.worker = peer.name
-                peer.running[job.key] = job
+                peer.running[job.wkey] = job
                 archive = session.archives.get(job.sha) if job.sha else None
                 sends.append((job, peer, archive))
         for job, peer, archive in sends:
             self._send(job.session, {"op": "started", "key": job.key, "worker": peer.name, "attempt": job.attempts})
             payload = {"job": job.job, "kind": job.kind, "sha256": job.sha}
             try:
-                peer.link.send({"op": "job", "key": job.key, "payload": payload}, [archive] if archive is not None else [])
+                peer.link.send({"op": "job", "key": job.wkey, "payload": payload}, [archive] if archive is not None else [])
             except LinkError:
                 pass  # its reader sees the link closed and reports the job lost
 
