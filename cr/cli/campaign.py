@@ -1,4 +1,4 @@
-"""cr campaign new|show|run|status, cr scheduler, cr worker: campaigns over this machine or a Dask cluster."""
+"""cr campaign new|show|run|status, cr scheduler, cr worker: campaigns over this machine or a cr cluster."""
 from __future__ import annotations
 
 import sys
@@ -193,7 +193,7 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
               help="Where the jobs run (default: local, or dask with --scheduler): {executors}.")
 @click.option("-E", "--executor-option", "executor_options", multiple=True, metavar="NAME=VALUE", cls=ExecutorHelp,
               help="An option of the executor (repeatable): {executor_options}.")
-@click.option("--scheduler", "scheduler", metavar="ADDR", help="The Dask scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
+@click.option("--scheduler", "scheduler", metavar="ADDR", help="The cluster's scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
 @click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
 @click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
 @click.option("--retries", type=click.IntRange(0, 100), help="dask: runs of a job again after its worker left mid-job  [default: 2]")
