@@ -74,14 +74,22 @@ def new(action: str, components: list[dict], backend: dict, config: dict, lock: 
     }
 
 
+# keys the host owns: a child's result cannot set them (status, error, raw and backend_info
+# are taken from it below, each in its own way)
+RESERVED = frozenset({"format", "uid", "action", "status", "started", "ended", "cr_version", "components", "backend",
+                      "lock", "platform", "config", "raw", "error", "backend_info"})
+
+
 def complete(record: dict, result: dict, latencies: array | None) -> dict:
-    """Fill record from the child's result (ok or failed)."""
+    """Fill record from the child's result (ok or failed): its status and error, and every
+    other key it returns (metrics, validation, a user action's own ...), except the
+    RESERVED ones and those starting with "_" (the child's private notes)."""
     record["ended"] = now()
     record["status"] = result.get("status", "failed")
     record["error"] = result.get("error")
-    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs", "machine", "stream"):
-        if result.get(key) is not None:
-            record[key] = result[key]
+    for key, value in result.items():
+        if value is not None and key not in RESERVED and not key.startswith("_"):
+            record[key] = value
     if result.get("backend_info") is not None:
         record["backend"]["info"] = result["backend_info"]
     if latencies is not None:

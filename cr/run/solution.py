@@ -8,7 +8,8 @@
 A solution meta (DESIGN.md "Solution", a contract) composes ``model``, ``dataset``,
 ``backend`` and ``backend_options``, ``pipeline`` ({"variant": NAME} to run one variant of
 the model, {"compile": {"to": "onnx", ...}} for a conversion init performs), ``actions``
-([{"action": "benchmark" | "validate" | "run", "params": {...}}]), ``platform``
+([{"action": NAME, "params": {...}}]: benchmark, validate, run, or any action whose meta
+applies to solutions, see runnable()), ``platform``
 ({"marker": PEP 508, "requires": [capabilities]}), ``expected`` (metrics with
 tolerances, over the model's) and ``deps`` (software requirements).
 
@@ -26,8 +27,13 @@ from ..events import reporter
 from ..resolve import plan
 from ..store import catalog
 from .actions import NotStored, merged_params, run_action
+from .hooks import actions_for
 
-RUNNABLE = ("benchmark", "validate", "run")
+
+def runnable() -> tuple[str, ...]:
+    """The actions a solution may declare and run: those whose meta applies to solutions
+    (benchmark, validate, run, profile, and user actions that say so)."""
+    return actions_for("solution")
 
 
 # ------------------------------------------------------------------------------- create
@@ -271,7 +277,8 @@ def _compile(meta: dict, the_lock: dict, own: str | None = None) -> dict:
 
 def declared(meta: dict, only: str | None = None) -> list[dict]:
     """The solution's actions to run (only: one action name); validate/run default to one plain run."""
-    acts = [a for a in meta.get("actions") or [] if a.get("action") in RUNNABLE and (only is None or a["action"] == only)]
+    names = runnable()
+    acts = [a for a in meta.get("actions") or [] if a.get("action") in names and (only is None or a["action"] == only)]
     if not acts and only in ("validate", "run"):
         acts = [{"action": only, "params": {}}]
     if not acts:
