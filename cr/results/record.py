@@ -10,7 +10,8 @@
      "parity": {outcome, pairs} (validate --parity),
      "raw": {"latencies_ns": [...]} | {"latencies_ns_file", "format", "count", "sha256"},
      "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid},
-     "machine": {start, end, during, summary} (benchmark: cr.run.monitor)}
+     "machine": {start, end, during, summary} (benchmark: cr.run.monitor),
+     and every other key the action's child returned (a user action's own outputs)}
 
 Raw latencies are inline up to INLINE_MAX values; beyond, they go beside the record as
 ``<record stem>.latencies.i64`` (little-endian int64) named, counted and hashed in "raw"
