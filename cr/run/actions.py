@@ -17,6 +17,13 @@ What it settles before anything runs (each problem is a CRError naming it):
 A run that starts and fails returns (and writes, with output) a record with status
 "failed"; a framework crash or hang is such a failure, never an exception here.
 
+run_action is the one path from a request to a stored record for every action (shipped
+or a user's); what differs between actions is their host hook (cr.run.hooks.ActionHost,
+named by the action meta's "host": benchmark, profile and compile have one), which
+run_action calls at each step. An action from a repository runs only once the trust
+check allows it (before its host is imported), and its child finds the entry module in
+the action component's folder (first on PYTHONPATH).
+
 A record the results store cannot take (a full disk, a read-only or broken store) is not
 dropped: it is written beside (the -o file when given, else CR_HOME/tmp/cr-result-UID.json,
 else ./cr-result-UID.json) and run_action raises NotStored, which carries the record(s)
