@@ -219,6 +219,8 @@ class CompileHost(ActionHost):
         search = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]  # the lock's prefixes
         located = locate(source, model["path"], model["ref"], search)  # fail before starting a child
         run.state["source_file"] = {"file": located["path"], "sha256": sha256(located["path"])}  # what the child reads
+        # the model's own variant from the same conversion of the same file: the output is compared with it
+        run.state["counterpart"] = _counterpart(model, source, run.state["source_file"], run.state["plan"], search)
         return None, env, python or sys.executable
 
     def config(self, run) -> dict:
@@ -234,8 +236,9 @@ class CompileHost(ActionHost):
         run.state["clock"] = time.monotonic()
         run.state["out_dir"] = out_dir = str(launch.work_dir("compile"))  # CR_HOME/tmp/compile-<pid>-*: swept if cr is killed
         job.out_dir, job.out_file = out_dir, file_name(run.target.model["name"], the_plan["label"], params["to"])
+        counterpart = run.state.get("counterpart")
         job.params = {**params, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
-                      "options": the_plan["options"]}
+                      "options": the_plan["options"], **({"counterpart": counterpart} if counterpart else {})}
         # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
         job.dataset = Job.component(ds, split=run.target.split, limit=int(params["calibration_samples"]),
                                     optional=not the_plan["needs_dataset"]) if ds is not None else None
@@ -258,6 +261,7 @@ class CompileHost(ActionHost):
             record.update(status="failed", error={"kind": "error", "type": type(exc).__name__, "message": exc.message,
                                                   "hint": exc.hint})
         else:
+            _say_counterpart(record)
             if failed:
                 from ..events import reporter
 
@@ -268,6 +272,53 @@ class CompileHost(ActionHost):
         if "out_dir" in run.state:
             shutil.rmtree(run.state["out_dir"], ignore_errors=True)
             record["duration_s"] = round(time.monotonic() - run.state["clock"], 3)
+
+
+def _counterpart(model: dict, source: dict, source_file: dict, the_plan: dict, search: list[str]) -> dict | None:
+    """{variant, file, sha256} of the variant the model already has from the same conversion of the
+    same source file (its provenance says so): the compiled output is compared with it. None when
+    the model has none, or its file is not here."""
+    from ..runtime.model import locate, sha256
+
+    for name in variants.names(model["meta"]):
+        meta = variants.effective(model["meta"], name)
+        made = meta.get("provenance") or {}
+        origin = made.get("compiled_from") or {}
+        if name == source["variant"] or made.get("conversion") != the_plan["conversion"]:
+            continue
+        if origin.get("sha256") != source_file["sha256"] or (meta.get("precision") or "fp32") != the_plan["precision"]:
+            continue
+        try:
+            path = locate(meta, model["path"], model["ref"], search)["path"]
+        except CRError:
+            return None
+        return {"variant": name, "file": path, "sha256": sha256(path)}
+    return None
+
+
+def _say_counterpart(record: dict) -> None:
+    """A warning when the output's outputs differ from the model's own variant of the same conversion."""
+    check = (record.get("checks") or {}).get("counterpart")
+    if not isinstance(check, dict) or check.get("passed") is not False:
+        return
+    from ..events import reporter
+
+    metric = (f"max abs diff {check.get('max_abs_diff'):.3g} above atol {check.get('atol'):g}" if "atol" in check
+              else f"top-1 agreement {check.get('top1_agreement')}")
+    reporter().warning(f"{record['output']['ref']} does not reproduce the model's variant {check['variant']} made by the same "
+                       f"conversion: {metric} on the check inputs (its tools: {record.get('tools')}); compare the "
+                       "converter versions in both provenances")
+
+
+def built_on() -> dict:
+    """This machine, as far as it decides a converter's bytes: arch, CPU model and the vector
+    instruction sets the kernels choose between (the conversion ran here)."""
+    from ..platform import current
+
+    platform = current().to_dict()
+    cpu = platform.get("cpu") or {}
+    isa = sorted(f for f in cpu.get("flags") or [] if isinstance(f, str) and f.startswith(("avx", "amx", "fma", "sse4", "asimd", "neon", "sve")))
+    return {"arch": platform.get("arch"), "cpu": cpu.get("model"), "isa": isa}
 
 
 def _check_words(failed: list[dict]) -> str:
@@ -427,6 +478,7 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
         "options": result.get("options"),
         "checks": result.get("checks"),
         "tools": result.get("tools"),
+        "built_on": built_on(),
         "cr_version": cr_version,
         "created": records.now(),
     }
