@@ -386,12 +386,13 @@ def run_action(
 
     started = records.now()
     action_info = show(f"action:{action}", verify=False)
-    if not _shipped(action_info):  # a shipped action's entry and host are reefkit's own
+    shipped = _shipped(action_info)
+    if not shipped:  # a shipped action's entry and host are reefkit's own
         from ..store import trust
         from ..store.catalog import open_index
 
         trust.check_components([action_info], f"running action:{action}", open_index)
-    host = load_host(action_info)
+    host = load_host(action_info, None if shipped else action_info["path"])
     run = ActionRun(action, ref, action_info, started, given=dict(params or {}), backend=backend,
                     backend_options=backend_options, variant=variant, dataset=dataset, split=split, lock=lock,
                     output=output, install=install, store=store, layered=layered, model_ref=model_ref,
@@ -399,7 +400,7 @@ def run_action(
     host.settle(run)
     host.check(run)
     the_lock, env, python = host.where(run)
-    if not _shipped(action_info):  # the child imports a user action's entry from its component's directory
+    if not shipped:  # the child imports a user action's entry from its component's directory
         env = with_action_path(env, action_info["path"])
     job = job_for(run.target, action, entry_point or check_entry(action_info), run.params)
     entry = run.target.entry

@@ -25,7 +25,8 @@ An action meta names its host as ``"host": "module:Class"`` (a subclass of Actio
 without one it gets ActionHost. load_host() checks it when it is loaded, as backends are
 (cr.runtime.registry): the class, and the signature of every hook it overrides; a problem
 is a HostHookError naming the action's meta file. The module is imported with the action
-component's directory on sys.path (a user action keeps its host beside its entry).
+component's directory on sys.path for an action from a repository (a user action keeps
+its host beside its entry).
 """
 from __future__ import annotations
 
@@ -124,8 +125,11 @@ HOOKS = {"settle": ("run",), "check": ("run",), "requirements": ("run",), "where
          "cleanup": ("run", "record")}
 
 
-def load_host(info: dict) -> ActionHost:
+def load_host(info: dict, folder: str | None = None) -> ActionHost:
     """The host hook the action meta names ("host": "module:Class"), checked; ActionHost() without one.
+
+    folder: put first on sys.path to import it (a user action's component folder, where
+    its host module lives beside its meta.json); None for reefkit's own actions.
 
     HostHookError naming the meta file when it cannot be imported, is not an ActionHost
     subclass, or overrides a hook with parameters run_action cannot pass."""
@@ -137,8 +141,7 @@ def load_host(info: dict) -> ActionHost:
         raise HostHookError(f"{where}: expected module:Class, found {spec!r}",
                             hint="an action's host names a subclass of cr.run.hooks.ActionHost, e.g. my_actions.host:MyHost")
     module_name, _, attr = spec.partition(":")
-    folder = info.get("path")
-    if folder and folder not in sys.path:  # a user action keeps its host module beside its meta
+    if folder and str(folder) not in sys.path:  # a user action keeps its host module beside its meta
         sys.path.insert(0, str(folder))
     try:
         module = importlib.import_module(module_name)
