@@ -62,7 +62,7 @@ FORMAT_TAGS = {"onnx", "tflite", "torchscript", "pytorch", "torch", "keras", "sa
                "trt-plan", "int8", "fp16", "fp32"}
 
 
-def _source_variant(model: dict, to: str, variant: str | None) -> dict:
+def source_variant(model: dict, to: str, variant: str | None) -> dict:
     """The effective meta of the variant the conversion reads."""
     meta, reads = model["meta"], conversions.READS.get(to)
     if reads is None:
@@ -179,7 +179,7 @@ class CompileHost(ActionHost):
             raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
         params = merged_params(ACTION, run.info["meta"], {**run.given, "variant": run.variant})
         to = params["to"]
-        source = _source_variant(model, to, params.get("variant"))
+        source = source_variant(model, to, params.get("variant"))
         from ..store import trust
 
         if trust.runs_code(model, source):  # a state dict's net.py is imported to export it

@@ -201,9 +201,9 @@ def _code_items(sol: dict) -> list:
         used = []
         spec = (meta.get("pipeline") or {}).get("compile")
         if spec:
-            from .compile import _source_variant
+            from .compile import source_variant
 
-            used.append(_source_variant(model, spec["to"], spec.get("variant")))
+            used.append(source_variant(model, spec["to"], spec.get("variant")))
         elif meta.get("backend"):
             try:
                 formats = getattr(registry.load_class(registry.find(meta["backend"])), "FORMATS", None)
@@ -236,10 +236,10 @@ def compiled_ref(meta: dict, own: str | None = None) -> str | None:
     if not spec:
         return None
     from ..runtime.actions.compile import plan
-    from .compile import _source_variant, output_version
+    from .compile import source_variant, output_version
 
     model = catalog.show(meta["model"], verify=False, prefer_repo=own)
-    source = _source_variant(model, spec["to"], spec.get("variant"))
+    source = source_variant(model, spec["to"], spec.get("variant"))
     the_plan = plan(source.get("format"), spec["to"], spec.get("precision"), spec.get("quantization"), spec.get("options"), model["ref"])
     return f"model:{model['name']}@{spec.get('version') or output_version(model['version'], the_plan['label'])}"
 
