@@ -102,7 +102,10 @@ def check(target, as_json):
     else:
         for p in report.problems:
             click.echo(str(p))
-        click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)"), err=True)
+        for p in report.warnings:
+            output.warn(str(p))
+        warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
+        click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)") + warned, err=True)
     if not report.ok:
         raise SystemExit(1)
 
