@@ -97,14 +97,15 @@ def tiny_jobs(addr: str, env: dict, n: int) -> tuple[float, float]:
 import json, resource, time, sys
 from cr.campaign import spec
 from cr.campaign.coordinator import Run
-from cr.campaign.dask_executor import run_dask
+from cr.campaign.dask_executor import DaskExecutor
+from cr.campaign.runner import drive
 c = spec.load("bench")
 jobs = spec.expand(c)
 base = jobs[0]
-many = [spec.Job(f"{{i:016x}}", base.solution, base.solution_uid, base.solution_sha256, {{}}, "any", {{}}, i, None, {{}}) for i in range({n})]
+many = [spec.CampaignJob(f"{{i:016x}}", base.solution, base.solution_uid, base.solution_sha256, {{}}, "any", {{}}, i, None, {{}}) for i in range({n})]
 run = Run(c, many, rerun=True)
 t0 = time.perf_counter()
-run_dask(run, {addr!r}, noop=True)
+drive(DaskExecutor({addr!r}, noop=True), run)
 dt = time.perf_counter() - t0
 print(json.dumps({{"jobs_s": {n} / dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """

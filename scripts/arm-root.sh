@@ -60,13 +60,30 @@ CR_HOME_IN=/root/.local/share/reefkit
 PACKAGES=bash,dash,coreutils,grep,sed,findutils,tar,gzip,diffutils,libc-bin,procps,python3,python3-venv,python3-pip,git,ca-certificates,libstdc++6,libgomp1,zlib1g,libjpeg62-turbo,base-passwd
 [[ $ARCH == armhf ]] && PACKAGES+=,python3-numpy,python3-sklearn,python3-scipy,libopenblas0-pthread
 
+MADE=$ROOTS/.$ARCH.made-by-arm-root  # written before a build starts: only such a root is ever deleted
+
 real_root() { realpath -m "$ROOT"; }
 
-# Mount points at or below the root, in /proc/self/mountinfo order (mount order).
+# Mount points at or below the root, NUL-separated, in /proc/self/mountinfo order (mount
+# order; --deepest-first reverses it). The kernel writes a space, tab, newline and backslash
+# in a mount point as octal escapes (\040 \011 \012 \134): every escape is decoded, so a
+# root whose path holds any of them still sees its mounts.
 mounts_under() {
-  local r; r=$(real_root)
-  awk -v r="$r" '{ m = $5; gsub(/\\040/, " ", m); if (m == r || index(m, r "/") == 1) print m }' /proc/self/mountinfo
+  python3 - "$(real_root)" "${1:-}" <<'PY'
+import re, sys
+root, order = sys.argv[1].rstrip("/") or "/", sys.argv[2]
+out = open(1, "w", encoding="utf-8", errors="surrogateescape")
+points = []
+with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+    for line in f:
+        m = re.sub(r"\\([0-7]{3})", lambda e: chr(int(e.group(1), 8)), line.split(" ")[4])
+        if m == root or m.startswith(root + "/"):
+            points.append(m)
+out.write("".join(p + "\0" for p in (points[::-1] if order == "--deepest-first" else points)))
+PY
 }
+mount_count() { mounts_under | tr -cd '\0' | wc -c; }
+mount_list() { mounts_under | tr '\0' ' '; }   # for messages only
 
 need_root() { [[ $(id -u) -eq 0 ]] || die "$PROG $CMD needs root (mount, chroot, binfmt_misc)" "run it with sudo, or as root"; }
 need_built() { [[ -x $ROOT/usr/bin/python3 ]] || die "no $ARCH root at $ROOT" "run: $PROG $ARCH build"; }
@@ -78,12 +95,19 @@ check_roots_dir() {
   fi
 }
 
+# Whether the root at $ROOT is this script's: its marker beside it, or a finished root's stamp.
+made_here() { [[ -e $MADE || -e $ROOT/.reefkit-root ]]; }
+
 cmd_build() {
   need_root; check_roots_dir
   if [[ -x $ROOT/usr/bin/python3 && -e $ROOT/.reefkit-root ]]; then say "$ARCH root already built at $ROOT"; return; fi
+  [[ $(mount_count) -eq 0 ]] || die "$ROOT has mounts but no finished root: $(mount_list)" "run: $PROG $ARCH umount, then build again"
+  if [[ -e $ROOT || -L $ROOT ]] && ! made_here; then
+    die "$ROOT exists and was not made by $PROG (no $MADE): it is not deleted" "move it away, or choose another ARM_ROOTS"
+  fi
   command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed" "apt-get install -y mmdebstrap qemu-user-static binfmt-support"
-  [[ -z $(mounts_under) ]] || die "$ROOT has mounts but no finished root" "run: $PROG $ARCH umount, then build again"
-  rm -rf "$ROOT"; mkdir -p "$ROOTS"
+  mkdir -p "$ROOTS"; : > "$MADE"
+  [[ -e $ROOT || -L $ROOT ]] && rm -rf --one-file-system "$ROOT"
   local t0=$SECONDS
   say "building the $ARCH root ($SUITE from $MIRROR) at $ROOT"
   mmdebstrap --variant=extract --architectures="$ARCH" --include="$PACKAGES" "$SUITE" "$ROOT" "$MIRROR"
@@ -149,7 +173,7 @@ cmd_mount() {
   if mountpoint -q "$ROOT/proc"; then say "$ARCH root already mounted"; MOUNTED_HERE=no; binfmt_on; return; fi
   [[ -d $FIXTURE ]] || die "persona fixture $FIXTURE is missing" "run this from a full checkout of the project"
   binfmt_on
-  MOUNTED_HERE=yes
+  MOUNTED_HERE=yes  # before the first mount: a failure halfway is unmounted by with_mounts' trap
   mount -t proc proc "$ROOT/proc"
   mount -t sysfs sysfs "$ROOT/sys"
   mount --rbind /dev "$ROOT/dev"; mount --make-rslave "$ROOT/dev"
@@ -172,17 +196,19 @@ cmd_mount() {
 
 cmd_umount() {
   local m n=0
-  while read -r m; do
+  while IFS= read -r -d '' m; do
     [[ -n $m ]] || continue
     umount "$m" 2>/dev/null || umount -l "$m"
     n=$((n + 1))
-  done < <(mounts_under | tac)
-  [[ -z $(mounts_under) ]] || die "some mounts under $ROOT would not go: $(mounts_under | tr '\n' ' ')" "close shells and processes using the root, then: $PROG $ARCH umount"
+  done < <(mounts_under --deepest-first)
+  [[ $(mount_count) -eq 0 ]] || die "some mounts under $ROOT would not go: $(mount_list)" "close shells and processes using the root, then: $PROG $ARCH umount"
   say "$ARCH root: $n mounts removed"
 }
 
 # Unmount on exit only what this invocation mounted itself (a mounted root stays mounted).
-with_mounts() { cmd_mount; [[ $MOUNTED_HERE == yes ]] && trap 'cmd_umount' EXIT; trap 'exit 130' INT TERM; }
+# The trap is set before the first mount, so a mount that fails halfway is undone too.
+unmount_own() { [[ $MOUNTED_HERE == yes ]] && cmd_umount; return 0; }
+with_mounts() { trap 'unmount_own' EXIT; trap 'exit 130' INT TERM; cmd_mount; }
 
 in_root() {  # in_root CMD...: run CMD in the root with a clean environment
   chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
@@ -193,9 +219,11 @@ in_root() {  # in_root CMD...: run CMD in the root with a clean environment
 copy_project() {  # this checkout's files (tracked and untracked, not ignored) into the root
   local dest=$ROOT$PROJECT
   say "copying the project into $dest"
-  rm -rf "$dest"; mkdir -p "$dest"
+  rm -rf --one-file-system "$dest"; mkdir -p "$dest"
   if git -C "$HERE" rev-parse >/dev/null 2>&1; then
-    (cd "$HERE" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion 2>/dev/null) | tar -xf - -C "$dest"
+    # one tar reads every name (a list split into several commands makes several archives, and the
+    # reader stops at the first one's end)
+    (cd "$HERE" && git ls-files -co --exclude-standard -z | tar --null --no-recursion -T - -cf -) | tar -xf - -C "$dest"
   else
     tar -C "$HERE" --exclude=.venv --exclude=.git --exclude='__pycache__' -cf - . | tar -xf - -C "$dest"
   fi
@@ -270,16 +298,17 @@ cmd_results() {
 cmd_delete() {
   need_root
   [[ -e $ROOT ]] || { say "no $ARCH root at $ROOT"; return; }
-  local m; m=$(mounts_under)
   # A root with /dev bound in: rm -rf would delete the host's device nodes through it.
-  [[ -z $m ]] || die "$ROOT still has mounts: $(echo "$m" | tr '\n' ' ')" "run: $PROG $ARCH umount (then delete)"
+  [[ $(mount_count) -eq 0 ]] || die "$ROOT still has mounts: $(mount_list)" "run: $PROG $ARCH umount (then delete)"
+  made_here || die "$ROOT was not made by $PROG (no $MADE, no .reefkit-root): it is not deleted" "delete it yourself if it is yours"
   rm -rf --one-file-system "$ROOT"
+  rm -f "$MADE"
   say "$ARCH root deleted"
 }
 
 cmd_status() {
   printf 'root: %s (%s)\n' "$ROOT" "$([[ -e $ROOT/.reefkit-root ]] && cat "$ROOT/.reefkit-root" || echo 'not built')"
-  printf 'mounts: %s\n' "$(mounts_under | wc -l)"
+  printf 'mounts: %s\n' "$(mount_count)"
   if mountpoint -q "$BINFMT" 2>/dev/null && [[ -e $BINFMT/$QEMU ]]; then printf 'binfmt %s: %s\n' "$QEMU" "$(head -1 "$BINFMT/$QEMU")"
   else printf 'binfmt %s: off\n' "$QEMU"; fi
 }

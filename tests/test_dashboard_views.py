@@ -501,3 +501,123 @@ def test_fuzzed_schema_valid_records_render_in_every_view(page, tmp_path):
         visit("#/compare/" + ",".join(ordered[i:i + 3]))
         assert page.locator("#compare thead th.result-col").count() == 3
     assert not page.problems
+
+
+# ---------------------------------------------------------------- the site's modules and the row table
+# A view is one script that registers itself in the table of views (dashboard/README.md);
+# a leaderboard row is laid out by the table of fields in cr/dashboard/records.py.
+
+HELLO_VIEW = """(function () {
+  var C = window.CR_SITE;
+  C.view({ id: "hello", nav: "Hello", render: function (main, arg) {
+    main.appendChild(C.h("p", { id: "hello" }, "hello " + arg + ": " + C.S.rows.length + " rows"));
+  } });
+  C.columns.add({ id: "arch", label: "Arch" }, { after: "backend" });
+})();
+"""
+
+
+def _site_with_a_new_view(tmp_path: Path) -> Path:
+    rng = random.Random(5)
+    laptop = _laptop()
+    write(sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", laptop, sample.latencies(25_000, 100, rng),
+                                  uid="f000000000000001", started="2026-12-02T10:00:00.000Z"), tmp_path / "r" / "b.json")
+    write(sample.validate_record("lenet-digits", "onnxruntime", "onnx", "fp32", laptop, 0.98, uid="f000000000000002",
+                                 started="2026-12-02T10:01:00.000Z"), tmp_path / "r" / "v.json")
+    site = tmp_path / "site"
+    build(tmp_path / "r", site)
+    (site / "views" / "hello.js").write_text(HELLO_VIEW, encoding="utf-8")
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert index.count('<script src="app.js" defer></script>') == 1
+    (site / "index.html").write_text(index.replace('<script src="app.js" defer></script>',
+                                                   '<script src="views/hello.js" defer></script>\n<script src="app.js" defer></script>'),
+                                     encoding="utf-8")
+    return site
+
+
+def _check_new_view(page, base: str) -> None:
+    page.goto(base + "#/hello/there")
+    _wait(page, "() => !!window.CR_DASHBOARD && window.CR_DASHBOARD.ready")
+    assert page.locator("#hello").text_content() == "hello there: 1 rows"
+    assert page.locator("nav a[data-nav]").all_text_contents() == ["Leaderboard", "Pareto", "Hello"]
+    page.click("nav a[data-nav=leaderboard]")
+    page.wait_for_selector("#leaderboard tbody tr[data-row]")
+    headers = page.locator("#leaderboard th[data-col]").evaluate_all("(ths) => ths.map((th) => th.dataset.col)")
+    assert headers[headers.index("backend") + 1] == "arch" and "ap" not in headers  # (AP: only when a row has one)
+    assert page.locator("#leaderboard td[data-col=arch]").all_text_contents() == ["x86_64"]
+    assert page.locator("#leaderboard td[data-col=top1]").all_text_contents() == ["98.00 %"]
+    assert not page.problems
+
+
+def test_a_new_view_is_one_script_in_the_table_of_views_from_file(page, tmp_path):
+    site = _site_with_a_new_view(tmp_path)
+    _check_new_view(page, (site / "index.html").as_uri())
+
+
+def test_the_site_in_modules_works_over_http(page, tmp_path):
+    import threading
+
+    from cr.dashboard.server import DashboardServer
+
+    site = _site_with_a_new_view(tmp_path)  # served as `cr dashboard serve` serves it
+    server = DashboardServer(("127.0.0.1", 0), site, tmp_path / "r", None, 1 << 20, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        _check_new_view(page, f"http://127.0.0.1:{server.server_address[1]}/index.html")
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html#/result/f000000000000001")
+        _wait(page, "() => document.querySelector('main').getAttribute('data-result') === 'f000000000000001'")
+        assert page.locator("section#latency").count() == 1 and page.locator("section#phases, section#metrics").count() >= 1
+        assert not page.problems
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_leaderboard_columns_follow_the_table_of_fields(tmp_path):
+    from cr.dashboard import leaderboard, records
+
+    rng = random.Random(6)
+    laptop = _laptop()
+    bench = sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", laptop, sample.latencies(25_000, 100, rng),
+                                    uid="f000000000000001", started="2026-12-02T10:00:00.000Z")
+    bench["tags"] = ["b-tag"]
+    val = sample.validate_record("lenet-digits", "onnxruntime", "onnx", "fp32", laptop, 0.98, uid="f000000000000002",
+                                 started="2026-12-02T10:01:00.000Z")
+    val["validation"]["ap50"] = 0.5
+    write(bench, tmp_path / "r" / "b.json")
+    write(val, tmp_path / "r" / "v.json")
+    build(tmp_path / "r", tmp_path / "site")
+    index = _load_js(tmp_path / "site" / "data" / "index.js", "CR_DATA_INDEX")
+    (row,) = _rows(index)
+    summary = {"bench": dict(zip(records.FIELDS, records.summarise(bench))),
+               "validate": dict(zip(records.FIELDS, records.summarise(val)))}
+    taken = 0
+    for field in records.TABLE:  # every column a field gives the row holds that field of the run it names
+        for column, source in (field.row.items() if isinstance(field.row, dict) else [(field.name, field.row)]):
+            if source in ("bench", "validate"):
+                value = summary[source][field.name]
+                if column.endswith("_loc"):
+                    assert row[column] and len(row[column]) == 4
+                else:
+                    assert row[column] == value, (column, row[column], value)
+                taken += 1
+            elif source in ("bench validate", "validate bench"):
+                first, second = source.split()
+                assert row[column] == (summary[first][field.name] or summary[second][field.name]), column
+    assert taken >= 15 and row["ap50"] == 0.5 and row["p50_ns"] == summary["bench"]["p50_ns"] and row["tags"] == ["b-tag"]
+    assert set(index["columns"]) == set(leaderboard.ROW_COLUMNS) and len(index["columns"]) == len(set(index["columns"]))
+    # an older build's summary (before the fields after "loc") gets the empty values of the fields it lacks
+    board = leaderboard.Leaderboard()
+    board.add(records.summarise(bench)[:records.F["loc"] + 1])
+    (old,) = _rows(board.result({})[0])
+    assert old["dataset"] == "" and old["campaign"] == "" and old["ap"] is None and old["p50_ns"] == row["p50_ns"]
+
+
+def test_a_field_with_an_unknown_row_source_is_refused(monkeypatch):
+    from cr.dashboard import leaderboard, records
+
+    bad = records.Field("speed", "number", lambda p: 1, row="fastest")
+    monkeypatch.setattr(leaderboard, "TABLE", records.TABLE + (bad,))
+    with pytest.raises(ValueError, match="'speed'.*'fastest'"):
+        leaderboard._row_plan()

@@ -309,9 +309,14 @@ def run_in_process(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+# cr's own traceback starts a line of its stderr; a probe's output that cr quotes in a
+# warning ("it said: 'Traceback (most recent call last):'") is the probe's text, not cr's.
+CR_TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
+
+
 def check_outcome(argv, code: int, err: str, case) -> None:
     assert code in (0, 1), (argv, code, err, case)
-    assert "Traceback" not in err, (argv, err, case)
+    assert not CR_TRACEBACK.search(err), (argv, err, case)
     errors = [line for line in err.splitlines() if line.startswith("Error: ")]
     if code == 1 and argv[0] != "check":
         assert len(errors) == 1, (argv, err, case)
@@ -323,7 +328,7 @@ ODD = [None, True, False, 0, -1, 2**70, 1.5, 1e308, "", " ", "\x00", "a\x00b", "
        [], [1], ["a", 2], [None], [[]], {}, {"a": 1}, {"": ""}, {"A=B": "x"}, {"X": "a\x00b"}, {"X": 1},
        "(", "(a+)+$", "(?P<version>", "[", "{version}", "--index-url=http://x", "-rrequirements.txt", "../../x", "/abs",
        "CON", "1.0\x85", "1.0 ", "v1", "1!2.0", "1.0+local", "01.00", "nan", "1" * 5000, "python_version ~= \"1\"",
-       "extra == \"x\"", "python_version > \"abc\"", "\"1\" < \"2\"", "{interpreter}", "/bin/true", "/bin/sh", "-c",
+       "extra == \"x\"", "python_version > \"abc\"", "\"1\" < \"2\"", "{interpreter}", "@FAKEBIN@/true", "@FAKEBIN@/sh", "-c",
        "software:python@>=3.9", "software:nosuch", "software:fuzzrec@>=99", "model:lenet-digits", "0" * 64, "file"]
 
 PROBE_FIELDS = ["type", "module", "attribute", "distribution", "names", "args", "regex", "globs", "marker", "paths",
@@ -337,7 +342,7 @@ def base_recipe(name: str) -> dict:
     return {
         "uid": "f0f0f0f0f0f0f0f0", "kind": "software", "name": name, "version": "1.0.0", "tags": ["fuzz"],
         "detect": [
-            {"type": "executable", "names": ["/bin/sh"], "args": ["-c", "echo fuzzrec 1.2.3"], "regex": r"fuzzrec (\S+)", "timeout": 3},
+            {"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "echo fuzzrec 1.2.3"], "regex": r"fuzzrec (\S+)", "timeout": 3},
             {"type": "library", "globs": ["libcrfuzz-none.so.*"]},
             {"type": "python", "module": "crfuzz_absent_module", "attribute": "__version__"},
         ],
@@ -359,13 +364,14 @@ TYPED = {
     "module": ["json", "os.path", "_", "sys", "crfuzz_absent", "a.b.c", "json.decoder"],
     "attribute": ["__name__", "sep", "version_info", "getpid", "__version__", "x.y"],
     "distribution": ["pip", "crfuzz-absent", ["pip", "crfuzz-absent"]],
-    "names": [["/bin/sh"], ["{interpreter}"], ["crfuzz-absent"], ["/bin/true", "/bin/false"], [" "], ["/etc/passwd"]],
+    "names": [["@FAKEBIN@/sh"], ["{interpreter}"], ["crfuzz-absent"], ["@FAKEBIN@/true", "@FAKEBIN@/false"], [" "],
+              ["@FAKEBIN@/traceback"], ["@FAKEBIN@/hang"], ["@FAKEBIN@/megabytes"], ["@FAKEBIN@/not-executable"]],
     "args": [[], ["-c", "echo 1.2.3"], ["-c", "printf 'v1.0\\x85'"], ["-c", "echo ' 1.0 '"], ["-c", "exit 3"],
              ["-c", "echo 99999999999999999999999999.1"], ["--version"], ["-c", "print(1)"], ["-c", "echo \u202e1.0"]],
     "regex": [r"(\S+)", "", "(?P<version>.*)", "(?P<location>.+) (?P<version>.+)", "(?P<interpreter>.*)", "x", "(a+)+$",
               r"(\d)", "^$", "(?P<version>1)(?P<location>)"],
-    "globs": [["libc.so.*"], ["/lib/*/libc.so.*"], ["crfuzz*"], ["/*/*/*/*"], ["relative/*.so"]],
-    "paths": [["/bin/s*"], ["/usr/bin/true"], ["relative"], ["/*/*/*/*"]],
+    "globs": [["libc.so.*"], ["@FAKEBIN@/lib/*"], ["crfuzz*"], ["@FAKEBIN@/*/*"], ["relative/*.so"]],
+    "paths": [["@FAKEBIN@/*"], ["@FAKEBIN@/t*"], ["relative"], ["@FAKEBIN@/*/*"]],
     "marker": ['python_version >= "3"', 'python_version ~= "1"', 'extra == "x"', 'os_name == "nt"', 'platform_release < "5"'],
     "requires": [["cuda"], ["!cuda"], ["nvidia-gpu", "!x"]],
     "timeout": [1e-9, 0.01, 3600, 0.5, 1e308],
@@ -429,10 +435,10 @@ def mutate_recipe(rng: random.Random, recipe: dict) -> dict:
 
 RECIPE_HAND_CASES = [
     # schema-valid, odd where code used to trust it
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["-c", "echo 1.2.3"], "regex": "(", "timeout": 3}]},
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["-c", "echo 1.2.3"], "timeout": 1e308}]},
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["-c", "echo 1.2.3"], "marker": "python_version ~= \"1\""}]},
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["-c", "printf '\\331\\241.\\331\\242'"], "regex": r"(\d.\d)"}]},
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "echo 1.2.3"], "regex": "(", "timeout": 3}]},
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "echo 1.2.3"], "timeout": 1e308}]},
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "echo 1.2.3"], "marker": "python_version ~= \"1\""}]},
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "printf '\\331\\241.\\331\\242'"], "regex": r"(\d.\d)"}]},
     {"detect": [{"type": "python", "module": "json", "attribute": "__name__"}]},
     {"detect": [{"type": "python", "distribution": "pip"}]},
     {"detect": [{"type": "executable"}, {"type": "library"}]},
@@ -443,17 +449,50 @@ RECIPE_HAND_CASES = [
     {"install": [{"method": "pip", "packages": ["--index-url=http://evil"], "versions": ["1.0"]}]},
     {"env": {"A=B": "x"}},
     {"env": {"X": "a\u0000b"}},
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["a\u0000b"]}]},
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["a\u0000b"]}]},
     {"deps": ["software:python@>=3.9; python_version ~= \"1\""]},
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["-c", "printf '1.0 /x\\000y\\n'"],
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "printf '1.0 /x\\000y\\n'"],
                  "regex": "(?P<version>\\S+) (?P<interpreter>.*)"}]},
-    {"detect": [{"type": "executable", "names": ["/bin/sh"], "args": ["-c", "printf '1.0 /x\\000y\\n'"],
+    {"detect": [{"type": "executable", "names": ["@FAKEBIN@/sh"], "args": ["-c", "printf '1.0 /x\\000y\\n'"],
                  "regex": "(?P<version>\\S+) (?P<location>.*)"}]},
 ]
 
 
+# The executables fuzzed probes may run: made by the test, never the host's own programs
+# (whose output differs from machine to machine: one host's /bin/scp-dbus-service printed a
+# Python traceback). Some answer, some print tracebacks, hang, print megabytes or fail.
+FAKE_EXECUTABLES = {
+    "sh": 'exec /bin/sh "$@"',
+    "true": "exit 0",
+    "false": "exit 1",
+    "say-version": "echo fuzzrec 1.2.3",
+    "traceback": ("printf 'Traceback (most recent call last):\\n  File \"x.py\", line 1, in <module>\\nValueError: no\\n'; "
+                  "printf 'Traceback (most recent call last):\\n' >&2; exit 1"),
+    "hang": "sleep 4",
+    "megabytes": "yes fuzzrec 1.2.3 | head -c 3000000",
+    "binary": "printf '\\377\\376\\000fuzzrec 1.2.3\\033[2J\\n'",
+    "lib/libcrfuzz.so.1.2.3": "exit 0",
+    "lib/nested/tool": "echo 9.9",
+}
+
+
+def make_fakebin(folder: Path) -> Path:
+    for name, body in FAKE_EXECUTABLES.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    (folder / "not-executable").write_text("echo never\n")
+    return folder
+
+
+def fakebin_of(repo: Path) -> Path:
+    return repo.parent / "fakebin"
+
+
 @pytest.fixture
 def fuzz_repo(tmp_path, cr_home):
+    make_fakebin(tmp_path / "fakebin")
     repo = make_repo(tmp_path / "fuzzrecipes", "fuzzrecipes", layout="name", kind="software", meta_file="recipe.json")
     code, _, err = run_in_process("repo", "add", str(repo))
     assert code == 0, err
@@ -472,7 +511,7 @@ def run_recipe_case(repo: Path, recipe: dict, case) -> None:
     name = recipe["name"] if isinstance(recipe.get("name"), str) else "fuzzrec"
     path = repo / "fuzzrec" / "recipe.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(recipe))
+    path.write_text(json.dumps(recipe).replace("@FAKEBIN@", str(fakebin_of(repo))))
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # a new mtime even for a rewrite of the same size
     for template in RECIPE_COMMANDS:
@@ -511,6 +550,34 @@ def test_odd_recipes_written_by_hand(fuzz_repo, i):
 
 def test_odd_recipes_fuzzed(fuzz_repo):
     in_child("fuzz_recipes", fuzz_repo, 20240611, 200, timeout=600)
+
+
+def test_a_probe_printing_a_traceback_is_quoted_in_a_warning_not_taken_for_crs_own(fuzz_repo):
+    recipe = base_recipe("fuzzrec")
+    recipe["detect"] = [{"type": "executable", "names": ["@FAKEBIN@/traceback"], "regex": r"fuzzrec (\S+)", "timeout": 3}]
+    run_recipe_case(fuzz_repo, recipe, "traceback probe")  # check_outcome: cr's own output has no traceback
+    code, out, err = run_in_process("detect", "software", "fuzzrec", "--timeout", "3", "--json")
+    assert code == 0 and json.loads(out) == [], err
+    assert "Traceback" in err and not CR_TRACEBACK.search(err), err  # the probe's words, quoted
+
+
+def raising_detection(repo: str) -> None:
+    """The base recipe, whose probe answers, while cr's own version parsing raises (a bug in cr)."""
+    import cr.software.detect as detect
+
+    def broken(*_args, **_kw):
+        raise RuntimeError("cr itself raised")
+
+    detect._version = broken
+    run_recipe_case(Path(repo), base_recipe("fuzzrec"), "cr raises")
+
+
+def test_the_fuzz_loop_fails_when_cr_itself_raises(fuzz_repo):
+    """What the fuzz loop guards: an exception escaping cr fails it (so its passing means something)."""
+    with pytest.raises(AssertionError, match="cr itself raised"):
+        in_child("raising_detection", fuzz_repo, timeout=120)
+    with pytest.raises(AssertionError):
+        check_outcome(["detect"], 1, "Traceback (most recent call last):\n  File ...\nRuntimeError: x\n", "cr's own")
 
 
 def test_an_invalid_recipe_is_one_error_naming_file_and_field(fuzz_repo):

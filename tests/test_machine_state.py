@@ -285,9 +285,13 @@ def test_the_record_of_a_real_benchmark_carries_machine_memory_and_measured_ener
     # an external meter: a counter of 3 W since the epoch, as a wall-plug meter's energy register would be
     meter = _meter_script(tmp_path, "print(f'{time.time() * 3.0:.3f}')\n")
     out = tmp_path / "r.json"
-    done = run_cr("benchmark", "model:iris-logreg", *FAST, "-o", out, env={"CR_ENERGY_COMMAND": meter})
+    # an argument may be a credential: the record names the program only
+    done = run_cr("benchmark", "model:iris-logreg", *FAST, "-o", out,
+                  env={"CR_ENERGY_COMMAND": f"{meter} --token=s3cr3t-t0ken"})
     assert done.returncode == 0, done.stderr
+    assert "s3cr3t" not in out.read_text() and "s3cr3t" not in done.stdout + done.stderr
     record = json.loads(out.read_text())
+    assert record["metrics"]["energy"]["meters"][0]["command"] == "meter"
     m, machine = record["metrics"], record["machine"]
     assert set(machine) >= {"start", "end", "during", "summary"}
     assert set(machine["summary"]) == {"governor", "freq_mhz_max", "cpu_other_share", "throttled", "temp_c_max",

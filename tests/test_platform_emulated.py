@@ -220,16 +220,19 @@ def test_script_refuses_roots_inside_a_checkout(tmp_path):
     assert not (ROOT / "arm-roots-here").exists()
 
 
-def test_delete_is_refused_while_something_is_mounted_in_the_root(tmp_path):
+@pytest.mark.parametrize("roots_name", ["roots", "my roots", "tab\troots", "back\\slash", "all of\tthem\\"])
+def test_delete_is_refused_while_something_is_mounted_in_the_root(tmp_path, roots_name):
     """A root with /dev bound in: rm -rf would delete the host's device nodes. Tried with a
-    bind mount of a harmless folder in /dev's place."""
+    bind mount of a harmless folder in /dev's place, under folder names that the kernel
+    escapes in /proc/self/mountinfo (space, tab, backslash): the mount is seen all the same."""
     if os.geteuid() != 0 or not shutil.which("mount") or not shutil.which("umount"):
         pytest.skip("mounting needs root and mount(8)")
-    roots = tmp_path / "roots"
+    roots = tmp_path / roots_name
     harmless = tmp_path / "harmless"
     harmless.mkdir()
     (harmless / "precious").write_text("keep me")
     (roots / "arm64" / "dev").mkdir(parents=True)
+    (roots / ".arm64.made-by-arm-root").write_text("")  # what build writes before it starts
     if subprocess.run(["mount", "--bind", str(harmless), str(roots / "arm64" / "dev")], capture_output=True).returncode != 0:
         pytest.skip("bind mounts are not allowed here")
     try:
@@ -246,6 +249,36 @@ def test_delete_is_refused_while_something_is_mounted_in_the_root(tmp_path):
         assert (harmless / "precious").read_text() == "keep me"
     finally:
         subprocess.run(["umount", str(roots / "arm64" / "dev")], capture_output=True)
+
+
+def test_build_and_delete_never_remove_a_folder_the_script_did_not_make(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("building a root needs root")
+    roots = tmp_path / "roots with\ta tab"
+    (roots / "arm64").mkdir(parents=True)
+    (roots / "arm64" / "precious").write_text("keep me")
+    for command in ("build", "delete"):
+        done = _script("arm64", command, env={"ARM_ROOTS": str(roots)})
+        assert done.returncode == 1 and "was not made by" in done.stderr.splitlines()[0], done.stderr
+        assert (roots / "arm64" / "precious").read_text() == "keep me"
+
+
+def test_the_project_copy_takes_every_file_whatever_the_length_of_the_name_list(tmp_path):
+    """copy_project's tar reads its names from one list: xargs split a list past 128 KiB into
+    several archives, and the reader stopped at the first one's end."""
+    text = SCRIPT.read_text()
+    assert "xargs" not in text and "tar --null --no-recursion -T - -cf -" in text
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    names = [f"{'n' * 200}-{i:05d}" for i in range(1200)]  # 240 KB of names
+    src.mkdir()
+    dest.mkdir()
+    for n in names:
+        (src / n).write_text(n)
+    listing = b"".join(n.encode() + b"\0" for n in names)
+    tar = subprocess.run(f"cd '{src}' && tar --null --no-recursion -T - -cf - | tar -xf - -C '{dest}'", shell=True,
+                         input=listing, capture_output=True, timeout=60)
+    assert tar.returncode == 0, tar.stderr
+    assert sorted(p.name for p in dest.iterdir()) == names
 
 
 # -- the dashboard ------------------------------------------------------------------------

@@ -330,8 +330,10 @@ def test_stream_options_are_checked_before_anything_runs(run_cr, tmp_path):
 
 @pytest.mark.slow
 def test_compile_reproduces_the_shipped_tflite_variant(run_cr, cr_home):
-    """cr compile of the backbone gives the shipped fp32 file byte for byte (the converter is
-    deterministic), with its check against the graph recorded."""
+    """cr compile of the backbone gives what the shipped fp32 file gives: the two files' outputs
+    agree within atol on the pipeline's inputs (the dataset's photos). Equal bytes are reported,
+    not required: the converter's bytes differ from CPU to CPU (AVX-512/AMX kernels); the new
+    version says which tools and CPU made it."""
     pytest.importorskip("ai_edge_litert")
     done = run_cr("compile", "model", "ssdlite-mobilenet-v2-person", "--variant", "backbone", "--to", "tflite", "--json",
                   timeout=600)
@@ -339,7 +341,14 @@ def test_compile_reproduces_the_shipped_tflite_variant(run_cr, cr_home):
     record = json.loads(done.stdout)
     assert record["checks"]["tflite"]["passed"] is True and record["checks"]["tflite"]["max_abs_diff"] < 1e-3
     (produced,) = record["output"]["files"].values()
-    assert produced == MODEL["files"]["ssdlite-mobilenet-v2-person.tflite"]
+    same = record["checks"]["counterpart"]
+    assert same["variant"] == "tflite" and same["sha256"] == MODEL["files"]["ssdlite-mobilenet-v2-person.tflite"]
+    assert record["checks"]["inputs"] == "dataset" and same["samples"] >= 1
+    assert same["passed"] is True and same["max_abs_diff"] <= same["atol"] == 1e-3, same
+    assert same["identical_bytes"] is (produced == same["sha256"])
+    made = json.loads(run_cr("show", record["output"]["ref"], "--json").stdout)["meta"]["provenance"]
+    assert made["tools"]["tensorflow"] and made["tools"]["ai-edge-litert"] and made["built_on"]["cpu"]
+    assert made["checks"]["counterpart"] == same
 
 
 @pytest.mark.slow

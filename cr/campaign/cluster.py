@@ -9,14 +9,16 @@ worker and `cr campaign run`, has no web dashboard to expose, and lets the coord
 count attempts itself (distributed's allowed-failures is raised so that it never gives up
 before --retries does).
 
-A worker advertises its platform as worker resources: ``benchmark`` = 1 (one benchmark at
-a time on a machine), ``gpu`` = the number of GPUs (a GPU job takes one and gets its
-index in CUDA_VISIBLE_DEVICES), and one label resource per capability (``aarch64``,
-``raspberry-pi-4``, ``nvidia-gpu``, ...; quantity LABEL, never the limit). Its platform
+A worker advertises its platform as worker resources (cr.campaign.placement.resources):
+``benchmark`` = 1 (one benchmark at a time on a machine), ``gpu`` = the number of GPUs (a
+GPU job takes one and gets its index in CUDA_VISIBLE_DEVICES), and one label resource per
+capability (``aarch64``, ``raspberry-pi-4``, ``nvidia-gpu``, ...). Its platform
 (markers and capabilities) goes to the scheduler with its registration, where the
 coordinator reads it to place jobs and to explain why a job fits no worker.
 
-A worker runs cr's job function and nothing else: tasks whose function is another one
+What a worker does with a job (the archive check and cache, the GPU slot, running it) is
+executor-neutral, in cr.campaign.worker; job_entry here is its Dask face. A worker runs
+that job function and nothing else: tasks whose function is another one
 fail without running, and distributed's handlers that run arbitrary code on a worker
 (run, run_coroutine, plugin-add) are removed. Deserialising a task is still pickle, so
 what really keeps strangers out is TLS with certificates (docs/campaigns.md).
@@ -25,15 +27,10 @@ Dask is imported only inside these functions.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import socket
-import threading
 from pathlib import Path
 
 from ..errors import CRError
 
-LABEL = 1000  # quantity of a capability resource: a label, never what limits concurrency
 TOPIC = "cr-campaign"
 ALLOWED_FAILURES = 1000
 REMOVED_HANDLERS = ("run", "run_coroutine", "plugin-add")
@@ -111,24 +108,6 @@ def serve_scheduler(host: str = "127.0.0.1", port: int = 8786, sec=None, on_read
     asyncio.run(main())
 
 
-def worker_info(name: str, platform, gpus: int) -> dict:
-    from .jobs import describe
-
-    return {"name": name, "host": socket.gethostname(), "platform": platform.to_dict(), "markers": platform.markers(),
-            "description": describe(platform), "gpus": gpus}
-
-
-def resources(platform) -> dict[str, float]:
-    gpus = len([a for a in platform.accelerators if a.vendor in ("nvidia", "amd", "intel")])
-    res = {"benchmark": 1.0}
-    if gpus:
-        res["gpu"] = float(gpus)
-    for cap in sorted(platform.capabilities()):
-        if cap not in res:
-            res[cap] = float(LABEL)
-    return res
-
-
 def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, trust: bool = False) -> None:
     """Run a worker until interrupted (or until the scheduler goes away)."""
     import asyncio
@@ -136,6 +115,9 @@ def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, t
     from distributed import Worker
 
     import dask
+
+    from .placement import resources
+    from .worker import GpuSlots, worker_info
 
     _quiet_logs()
     dask.config.set({"distributed.worker.http.routes": []})
@@ -153,8 +135,7 @@ def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, t
                 self.handlers.pop(handler, None)
             self.cr_info = info
             self.cr_trust = trust
-            self.cr_gpus = list(range(gpus))
-            self.cr_gpu_lock = threading.Lock()
+            self.cr_gpus = GpuSlots(gpus)
 
         async def execute(self, key, *, stimulus_id):
             ts = self.state.tasks.get(key)
@@ -185,96 +166,20 @@ def _refuse(what: str):
     raise CRError(f"this cr worker runs campaign jobs only; it refused to run {what}")
 
 
-# -- the job function: what a worker runs for each job --------------------------------------
-
-_archives: dict[str, str] = {}  # archive sha256 -> the solution ref it holds (unpacked and set up here)
-_archive_lock = threading.Lock()
-
-
-def _failed(message: str, hint: str | None = None) -> dict:
-    from ..results.record import now
-
-    return {"status": "failed", "records": [], "error": {"message": message, "hint": hint}, "started": now(), "ended": now()}
-
+# -- the job function: what a Dask worker runs for each job ------------------------------------
 
 def job_entry(payload: dict) -> dict:
-    """Run one job on this worker: verify the archive, set the solution up, run its actions.
+    """Run one job on this Dask worker (cr.campaign.worker.run_payload), announcing its start
+    to the coordinator on TOPIC (which counts attempts from these events).
 
-    payload: {"job": Job.to_dict(), "archive": bytes, "sha256": hex, "kind": "job" | "noop"}.
-    Returns an outcome (cr.campaign.jobs.run_here) with "worker" (name, host, platform, gpu).
+    payload: cr.campaign.wire.job_payload(); returns the outcome in wire form, with "worker".
     """
     from distributed import get_worker
 
+    from .worker import run_payload
+
     worker = get_worker()
     info = dict(getattr(worker, "cr_info", None) or {"name": worker.name})
-    job = payload["job"]
-    worker.log_event(TOPIC, {"job": job["id"], "event": "started", "cr_worker": info["name"]})
-    if payload.get("kind") == "noop":  # dispatch measurement: the round trip only
-        return {"status": "ok", "records": [], "error": None, "worker": {"name": info["name"]}}
-    outcome = _run_job(worker, info, payload)
-    outcome["worker"] = {**{k: info.get(k) for k in ("name", "host", "platform")}, **outcome.get("worker", {})}
-    return outcome
-
-
-def _run_job(worker, info: dict, payload: dict) -> dict:
-    from .spec import Job
-
-    data = payload.get("archive") or b""
-    got = hashlib.sha256(data).hexdigest()
-    if got != payload.get("sha256"):
-        return _failed(f"archive verification failed on worker {info['name']}: sha256 {got[:16]}..., expected "
-                       f"{str(payload.get('sha256'))[:16]}...", "the archive was damaged on the way; the coordinator packs it again on the next run")
-    try:
-        ref = _set_up(data, got, getattr(worker, "cr_trust", False))
-    except CRError as exc:
-        return _failed(f"setting up the solution on worker {info['name']} failed: {exc.message}", exc.hint)
-    job = Job.from_dict(payload["job"])
-    if job.uses_gpu and getattr(worker, "cr_gpus", None) is not None:
-        return _on_gpu(worker, job, ref)
-    from .jobs import run_here
-
-    return run_here(job, ref, init=False)
-
-
-def _set_up(data: bytes, sha: str, trust: bool) -> str:
-    """Unpack the archive into this worker's CR_HOME and init the solution, once per archive."""
-    from ..paths import ensure_home
-    from ..run import solution
-
-    with _archive_lock:
-        if sha in _archives:
-            return _archives[sha]
-        folder = ensure_home() / "campaign-archives"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{sha[:16]}.cr.zip"
-        if not path.is_file():
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        report = solution.init(str(path), trust=trust)
-        _archives[sha] = report["solution"]
-        return report["solution"]
-
-
-def _on_gpu(worker, job, ref: str) -> dict:
-    """A GPU job in a child cr process that sees one GPU (CUDA_VISIBLE_DEVICES), so that jobs
-    on different GPUs of one machine run side by side without sharing an environment."""
-    import json
-    import subprocess
-    import sys
-
-    with worker.cr_gpu_lock:
-        index = worker.cr_gpus.pop(0) if worker.cr_gpus else 0
-    try:
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(index)}
-        done = subprocess.run([sys.executable, "-m", "cr.campaign.execute"], input=json.dumps({"job": job.to_dict(), "ref": ref}),
-                              capture_output=True, text=True, env=env)
-        try:
-            outcome = json.loads(done.stdout)
-        except ValueError:
-            outcome = _failed(f"the job's process on GPU {index} ended with exit code {done.returncode}: {done.stderr[-500:]}")
-        outcome["worker"] = {"gpu": index}
-        return outcome
-    finally:
-        with worker.cr_gpu_lock:
-            worker.cr_gpus.append(index)
+    job = payload.get("job") if isinstance(payload.get("job"), dict) else {}
+    worker.log_event(TOPIC, {"job": job.get("id"), "event": "started", "cr_worker": info["name"]})
+    return run_payload(payload, info, trust=getattr(worker, "cr_trust", False), gpus=getattr(worker, "cr_gpus", None))

@@ -5,6 +5,7 @@ results exactly once, the journal, progress and the summary.
     for job in run.todo: ...                 # the jobs not finished yet
     run.started(job, attempt=1, worker="pi")
     run.finished(job, outcome, worker={...}) # stores the records (once per job id), journals
+                                             # (outcome in memory or in wire form: cr.campaign.wire)
     run.summary()                            # one row per job
 
 Every stored record carries ``campaign`` ({"name", "uid", "job", "attempt"}) and
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 
 from ..errors import CRError
 from . import journal as journals
-from .spec import Campaign, Job
+from .spec import Campaign, CampaignJob
+from .wire import from_wire
 
 STATES = ("done", "running", "failed", "unplaceable", "skipped", "remaining")
 
@@ -53,7 +55,7 @@ class Progress:
 class Run:
     """One run of a campaign: the jobs still to do and what became of each."""
 
-    def __init__(self, campaign: Campaign, jobs: list[Job], rerun: bool = False, listener=None):
+    def __init__(self, campaign: Campaign, jobs: list[CampaignJob], rerun: bool = False, listener=None):
         from ..results.store import default_store
 
         self.campaign = campaign
@@ -64,7 +66,7 @@ class Run:
         before = journals.state(self.journal.events())
         self.outcomes: dict[str, dict] = {}
         self.attempts: dict[str, int] = {j.id: before.get(j.id, {}).get("attempts", 0) for j in jobs}
-        self.todo: list[Job] = []
+        self.todo: list[CampaignJob] = []
         for job in jobs:
             prior = before.get(job.id)
             if not rerun and prior and prior["state"] == "done" and journals.stored(prior["results"], self.store):
@@ -75,7 +77,7 @@ class Run:
 
     # -- events ------------------------------------------------------------------------
 
-    def started(self, job: Job, worker: str) -> int:
+    def started(self, job: CampaignJob, worker: str) -> int:
         self.attempts[job.id] += 1
         attempt = self.attempts[job.id]
         self.journal.append(job.id, "started", attempt=attempt, worker=worker)
@@ -84,7 +86,7 @@ class Run:
         self.listener("started", job, {"worker": worker, "attempt": attempt})
         return attempt
 
-    def attempt_failed(self, job: Job, worker: str, error: str) -> None:
+    def attempt_failed(self, job: CampaignJob, worker: str, error: str) -> None:
         """An attempt that ended without an outcome (its worker left): the job may run again."""
         self.journal.append(job.id, "attempt-failed", attempt=self.attempts[job.id], worker=worker, error=error)
         if self.outcomes.get(job.id, {}).get("state") == "running":
@@ -92,10 +94,10 @@ class Run:
         self.outcomes[job.id] = {"state": "retrying", "worker": worker, "error": error}
         self.listener("retry", job, {"worker": worker, "error": error})
 
-    def is_final(self, job: Job) -> bool:
+    def is_final(self, job: CampaignJob) -> bool:
         return self.outcomes.get(job.id, {}).get("state") in ("done", "failed", "unplaceable", "skipped")
 
-    def finished(self, job: Job, outcome: dict, worker: dict, sync: bool = True) -> None:
+    def finished(self, job: CampaignJob, outcome: dict, worker: dict, sync: bool = True) -> None:
         """Store the outcome's records (once: a second outcome of a finished job is ignored).
         sync=False leaves the journal's fsync to sync(), for a batch of outcomes."""
         if self.is_final(job):
@@ -104,6 +106,12 @@ class Run:
             self.progress.running -= 1
         attempt = self.attempts[job.id] or 1
         uids, not_stored = [], None
+        try:
+            outcome = from_wire(outcome)
+        except CRError as exc:  # latencies that do not match their record: nothing of it is stored
+            outcome = {**outcome, "status": "failed", "records": [],
+                       "error": {"message": f"the outcome from worker {worker.get('name')} is damaged: {exc.message}",
+                                 "hint": "run the campaign again: the job runs again"}}
         for record in outcome.get("records") or []:
             record["campaign"] = {"name": self.campaign.name, "uid": self.campaign.uid, "job": job.id, "attempt": attempt}
             record["worker"] = {k: worker.get(k) for k in ("name", "host", "gpu") if worker.get(k) is not None}
@@ -129,7 +137,7 @@ class Run:
             self.progress.failed += 1
         self.listener(self.outcomes[job.id]["state"], job, self.outcomes[job.id])
 
-    def not_run(self, job: Job, state: str, reason: str) -> None:
+    def not_run(self, job: CampaignJob, state: str, reason: str) -> None:
         """A job that will not run in this run: skipped (local) or unplaceable (no worker)."""
         if self.is_final(job):
             return
@@ -192,7 +200,7 @@ def key_metrics(records: list[dict]) -> dict:
     return out
 
 
-def status(campaign: Campaign, jobs: list[Job]) -> list[dict]:
+def status(campaign: Campaign, jobs: list[CampaignJob]) -> list[dict]:
     """Per job, from the journal: platform, state, attempts, worker, result uids or error."""
     from ..results.store import default_store
 

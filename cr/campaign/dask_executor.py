@@ -1,16 +1,18 @@
 """The Dask executor: a campaign's jobs on the workers of a Dask cluster.
 
-    run_dask(run, "tcp://127.0.0.1:8786", retries=2, wait_for_workers=3)
+    cr campaign run NAME --scheduler tcp://127.0.0.1:8786 --retries 2 --wait-for-workers 3
+    DaskExecutor(scheduler="tcp://127.0.0.1:8786", retries=2, wait_for_workers=3).run(run)
 
-Placement is checked here, not left to Dask (which keeps a task no worker can run pending
-forever, silently): before a job is submitted, and whenever a worker leaves, a job that
-no connected worker matches is reported unplaceable at once, naming for each worker what
-it lacks. A job is submitted restricted to the workers that match (their markers and
-capabilities), asking for one ``benchmark`` slot (or one ``gpu`` slot) and its capability
-labels. Each job carries its solution's archive bytes and their sha256: workers need no
-shared file system. A worker that leaves mid-job fails that attempt (recorded with its
-name); Dask runs the job again on another matching worker, up to --retries more times.
-At most WINDOW jobs per slot are in flight, so the coordinator's memory stays flat.
+Placement is checked by cr (cr.campaign.placement), not left to Dask (which keeps a task no
+worker can run pending forever, silently): before a job is submitted, and whenever a
+worker leaves, a job that no connected worker matches is reported unplaceable at once,
+naming for each worker what it lacks. A job is submitted restricted to the workers that
+match (their markers and capabilities), asking for one ``benchmark`` slot (or one ``gpu``
+slot) and its capability labels. Each job carries its solution's archive bytes and their
+sha256 (cr.campaign.wire): workers need no shared file system. A worker that leaves
+mid-job fails that attempt (recorded with its name); Dask runs the job again on another
+matching worker, up to --retries more times. At most WINDOW jobs per slot are in flight,
+so the coordinator's memory stays flat. The workers run cr.campaign.cluster.job_entry.
 """
 from __future__ import annotations
 
@@ -21,12 +23,63 @@ from collections import deque
 from ..errors import CRError
 from .cluster import TOPIC, address as full_address
 from .coordinator import Run
-from .jobs import lacking
-from .spec import Job
+from .executors import Executor, Option
+from .placement import needs, placement, slots, unplaceable_reason
+from .spec import CampaignJob
+from .wire import Archives, job_payload
 
 WINDOW = 8  # jobs in flight per slot of the cluster (at least MIN_WINDOW)
 MIN_WINDOW = 16
 REFRESH_S = 0.5
+
+
+class DaskExecutor(Executor):
+    """The jobs on the cr workers of a Dask scheduler (`cr scheduler`, `cr worker`)."""
+
+    name = "dask"
+    summary = "on the cr workers of a Dask scheduler (--scheduler ADDR)"
+    OPTIONS = (
+        Option("scheduler", str, None, "the Dask scheduler's address, tcp://HOST:PORT or tls://... (cr scheduler prints it)",
+               required=True, flag="--scheduler"),
+        Option("retries", int, 2, "runs of a job again after its worker left mid-job", flag="--retries"),
+        Option("wait_for_workers", int, 0, "wait until this many cr workers joined", flag="--wait-for-workers"),
+        Option("timeout", float, 60.0, "seconds to wait for wait_for_workers", flag="--timeout"),
+        Option("connect_timeout", float, 10.0, "seconds to wait for the scheduler to answer", flag="--connect-timeout"),
+        Option("tls_ca_file", str, None, "TLS: the CA certificate (PEM) both sides trust", flag="--tls-ca-file"),
+        Option("tls_cert", str, None, "TLS: this side's certificate (PEM)", flag="--tls-cert"),
+        Option("tls_key", str, None, "TLS: this side's private key (PEM)", flag="--tls-key"),
+        Option("security", object, None, "a distributed.Security to use instead of the tls_* files (library)"),
+    )
+
+    def __init__(self, scheduler: str, retries: int = 2, wait_for_workers: int = 0, timeout: float = 60.0,
+                 connect_timeout: float = 10.0, tls_ca_file: str | None = None, tls_cert: str | None = None,
+                 tls_key: str | None = None, security=None, noop: bool = False):
+        from .cluster import security as tls
+
+        self.security = security if security is not None else tls(tls_ca_file, tls_cert, tls_key)
+        self.address = full_address(scheduler, self.security)
+        self.retries, self.wait_for_workers, self.timeout = retries, wait_for_workers, timeout
+        self.connect_timeout = connect_timeout
+        self.noop = noop  # dispatch only (benchmarks/bench_campaign.py): run no job, measure the round trip
+
+    def where(self) -> str:
+        return self.address
+
+    def run(self, run: Run) -> None:
+        from distributed import wait
+
+        client = connect(self.address, self.security, self.connect_timeout)
+        events: queue.Queue = queue.Queue()
+        try:
+            client.subscribe_topic(TOPIC, lambda event: events.put(event[1] if isinstance(event, tuple) else event))
+            if self.wait_for_workers:
+                _wait_for(client, self.wait_for_workers, self.timeout)
+            _loop(run, client, events, self.retries, self.noop, wait)
+        finally:  # also on Ctrl-C: the scheduler releases the jobs of a client that leaves
+            try:
+                client.close(timeout=5)
+            except Exception:  # noqa: BLE001 - closing a client of a scheduler already gone
+                pass
 
 
 def connect(addr: str, sec=None, timeout: float = 10.0):
@@ -57,25 +110,6 @@ def workers(client) -> dict[str, dict]:
     return out
 
 
-def placement(job: Job, known: dict[str, dict]) -> tuple[list[str], list[str]]:
-    """(addresses of the workers that can run job, per-worker reasons for the others)."""
-    fit, why = [], []
-    for addr, w in sorted(known.items(), key=lambda kv: kv[1]["name"]):
-        reason = lacking(job.target, w["platform"])
-        if reason is None and job.uses_gpu and not w["resources"].get("gpu"):
-            reason = "has no GPU slot"
-        if reason is None:
-            fit.append(addr)
-        else:
-            why.append(f"{w['name']} ({w['info'].get('description')}) {reason}")
-    return fit, why
-
-
-def _unplaceable_reason(job: Job, why: list[str]) -> str:
-    need = ", ".join(job.target.get("requires") or []) or job.target.get("marker") or "any machine"
-    return f"no connected worker can run platform {job.platform!r} (needs {need}): " + ("; ".join(why) or "no worker is connected")
-
-
 def _wait_for(client, n: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while len(workers(client)) < n:
@@ -86,66 +120,27 @@ def _wait_for(client, n: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
-def _archive(ref: str, cache: dict) -> tuple[bytes, str]:
-    """The solution's archive bytes and sha256, packed once per run."""
-    if ref not in cache:
-        import hashlib
-        import tempfile
-        from pathlib import Path
-
-        from ..archive import pack
-
-        with tempfile.TemporaryDirectory(prefix="cr-campaign-") as tmp:
-            data = Path(pack(ref, output=tmp + "/")).read_bytes()
-        cache[ref] = (data, hashlib.sha256(data).hexdigest())
-    return cache[ref]
-
-
-def run_dask(run: Run, addr: str, sec=None, retries: int = 2, wait_for_workers: int = 0, timeout: float = 60.0,
-             connect_timeout: float = 10.0, noop: bool = False) -> None:
-    """Run the jobs of run on the cluster at addr (noop: dispatch only, for measuring)."""
-    from distributed import wait
-
-    client = connect(addr, sec, connect_timeout)
-    events: queue.Queue = queue.Queue()
-    try:
-        client.subscribe_topic(TOPIC, lambda event: events.put(event[1] if isinstance(event, tuple) else event))
-        if wait_for_workers:
-            _wait_for(client, wait_for_workers, timeout)
-        _loop(run, client, events, retries, noop, wait)
-    except KeyboardInterrupt:
-        run.interrupted()
-        raise
-    finally:
-        try:
-            client.close(timeout=5)
-        except Exception:  # noqa: BLE001 - closing a client of a scheduler already gone
-            pass
-    run.close()
-
-
 def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
     known = workers(client)
-    pending: deque[Job] = deque()
+    pending: deque[CampaignJob] = deque()
     for job in run.todo:
         fit, why = placement(job, known)
         if fit:
             pending.append(job)
         else:
-            run.not_run(job, "unplaceable", _unplaceable_reason(job, why))
+            run.not_run(job, "unplaceable", unplaceable_reason(job, why))
     by_id = {j.id: j for j in run.todo}
     futures: dict[str, object] = {}  # job id -> future
     running_on: dict[str, str] = {}  # job id -> the worker name of its current attempt
-    archives: dict[str, tuple[bytes, str]] = {}
+    archives = Archives()
     refreshed = time.monotonic()
     names = {a: w["name"] for a, w in known.items()}
     while pending or futures:
-        slots = sum(int(w["resources"].get("benchmark", 0) + w["resources"].get("gpu", 0)) for w in known.values()) or 1
-        while pending and len(futures) < max(MIN_WINDOW, WINDOW * slots):
+        while pending and len(futures) < max(MIN_WINDOW, WINDOW * slots(known)):
             job = pending.popleft()
             fit, why = placement(job, known)
             if not fit:
-                run.not_run(job, "unplaceable", _unplaceable_reason(job, why))
+                run.not_run(job, "unplaceable", unplaceable_reason(job, why))
                 continue
             futures[job.id] = _submit(client, job, fit, archives, noop)
         if futures:
@@ -173,16 +168,11 @@ def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
                 _worker_left(run, left, futures, pending, by_id, running_on, retries, known)
 
 
-def _submit(client, job: Job, fit: list[str], archives: dict, noop: bool):
-    payload = {"job": job.to_dict(), "kind": "noop" if noop else "job"}
-    if not noop:
-        payload["archive"], payload["sha256"] = _archive(job.solution, archives)
-    res = {"gpu": 1} if job.uses_gpu else {"benchmark": 1}
-    for cap in job.target.get("requires") or []:
-        res.setdefault(cap, 1)
+def _submit(client, job: CampaignJob, fit: list[str], archives: Archives, noop: bool):
     from .cluster import job_entry
 
-    return client.submit(job_entry, payload, key=f"cr-job-{job.id}", resources=res, workers=fit,
+    payload = job_payload(job, noop=True) if noop else job_payload(job, *archives.get(job.solution))
+    return client.submit(job_entry, payload, key=f"cr-job-{job.id}", resources=needs(job), workers=fit,
                          allow_other_workers=False, pure=False, retries=0)
 
 
@@ -209,7 +199,7 @@ def _drain(run: Run, events, by_id: dict, running_on: dict, futures: dict, retri
             run.started(job, name)
 
 
-def _collect(run: Run, job: Job, fut, running_on: dict, outcome: dict | None) -> None:
+def _collect(run: Run, job: CampaignJob, fut, running_on: dict, outcome: dict | None) -> None:
     if fut.status == "cancelled" or run.is_final(job):
         return
     if fut.status == "finished" and isinstance(outcome, dict):
@@ -227,7 +217,7 @@ def _collect(run: Run, job: Job, fut, running_on: dict, outcome: dict | None) ->
     run.finished(job, outcome, worker, sync=False)
 
 
-def _lost(run: Run, job: Job, name: str, futures: dict, retries: int) -> bool:
+def _lost(run: Run, job: CampaignJob, name: str, futures: dict, retries: int) -> bool:
     """The current attempt of job ended with its worker: record it; True when no retry is left
     (the job is then failed and its future cancelled)."""
     attempt = run.attempts[job.id]
@@ -257,9 +247,9 @@ def _worker_left(run: Run, left: set[str], futures: dict, pending: deque, by_id:
         if not fit:
             futures.pop(jid).cancel()
             running_on.pop(jid, None)
-            run.not_run(job, "unplaceable", _unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")
+            run.not_run(job, "unplaceable", unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")
     for job in list(pending):
         fit, why = placement(job, known)
         if not fit:
             pending.remove(job)
-            run.not_run(job, "unplaceable", _unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")
+            run.not_run(job, "unplaceable", unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")

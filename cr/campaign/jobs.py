@@ -1,33 +1,20 @@
-"""Running one campaign job on this machine: the platform check, init + the declared actions.
+"""Running one campaign job on this machine: init + the declared actions.
 
-    reason = lacking(job.target, platform)     # None when the platform can run the job
     outcome = run_here(job, "solution:lenet-digits-onnxruntime@1.0.0")
 
-An outcome is {"status": "ok" | "failed", "records": [result records as JSON], "error":
+An outcome is {"status": "ok" | "failed", "records": [result records, their raw latencies
+an array('q'); cr.campaign.wire turns them into bytes to cross machines], "error":
 {"message", "hint"} | None, "started", "ended"}. A job fails when a run fails or when cr
 refuses it (missing software, a bad override): that is a failed job, never an exception.
-Nothing here imports Dask: the local executor and the worker's job function both use it.
+Nothing here imports Dask: every executor's worker side (cr.campaign.worker) uses it.
+(Which machine may run a job: cr.campaign.placement.)
 """
 from __future__ import annotations
 
 import time
 
 from ..errors import CRError
-from .spec import Job, run_kwargs
-
-
-def lacking(target: dict, platform) -> str | None:
-    """What platform (a cr.platform Platform) lacks for target, in words; None when it matches."""
-    from ..software.recipe import marker_holds
-
-    missing = [c for c in target.get("requires") or [] if c not in platform.capabilities()]
-    problems = []
-    if missing:
-        problems.append("lacks " + ", ".join(missing))
-    marker = target.get("marker")
-    if marker and not marker_holds(marker, platform.markers()):
-        problems.append(f"marker {marker!r} is false (platform_machine={platform.markers().get('platform_machine')!r})")
-    return "; ".join(problems) or None
+from .spec import CampaignJob, run_kwargs
 
 
 def describe(platform) -> str:
@@ -39,9 +26,9 @@ def describe(platform) -> str:
     return ", ".join(b for b in bits if b)
 
 
-def run_here(job: Job, ref: str, init: bool = True) -> dict:
+def run_here(job: CampaignJob, ref: str, init: bool = True) -> dict:
     """Run the job's actions of solution ref on this machine (after init: idempotent)."""
-    from ..results.record import now, to_json
+    from ..results.record import now
     from ..run import solution
     from ..run.actions import NotStored
 
@@ -65,5 +52,5 @@ def run_here(job: Job, ref: str, init: bool = True) -> dict:
     if error is None and failed:
         err = failed[0].get("error") or {}
         error = {"message": f"{failed[0]['action']} failed: {err.get('message')}", "hint": err.get("hint")}
-    return {"status": "failed" if error else "ok", "records": [to_json(r) for r in records], "error": error,
+    return {"status": "failed" if error else "ok", "records": records, "error": error,
             "started": started, "ended": now(), "seconds": round(time.monotonic() - t0, 3)}

@@ -9,16 +9,24 @@ from __future__ import annotations
 import socket
 
 from .coordinator import Run
-from .jobs import lacking, run_here
+from .executors import Executor
+from .jobs import run_here
+from .placement import lacking
 
 
-def run_local(run: Run) -> None:
-    from ..platform import current
+class LocalExecutor(Executor):
+    name = "local"
+    summary = "one job at a time on this machine"
 
-    here = current()
-    worker = {"name": "local", "host": socket.gethostname()}
-    inited: set[str] = set()
-    try:
+    def where(self) -> str:
+        return "this machine"
+
+    def run(self, run: Run) -> None:
+        from ..platform import current
+
+        here = current()
+        worker = {"name": "local", "host": socket.gethostname()}
+        inited: set[str] = set()
         for job in run.todo:
             reason = lacking(job.target, here)
             if reason:
@@ -29,7 +37,3 @@ def run_local(run: Run) -> None:
             if outcome["status"] == "ok":
                 inited.add(job.solution)
             run.finished(job, outcome, worker)
-    except KeyboardInterrupt:
-        run.interrupted()
-        raise
-    run.close()

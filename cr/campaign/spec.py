@@ -1,7 +1,7 @@
 """A campaign component -> its jobs: the deterministic expansion, each job with a content-hash id.
 
     campaign = load("campaign:digits-sweep")
-    jobs = expand(campaign)          # [Job(id, solution, overrides, platform, target, repetition)]
+    jobs = expand(campaign)          # [CampaignJob(id, solution, overrides, platform, target, repetition)]
 
 Expansion: for every solution (refs, or tag queries), every combination of the matrix
 (the Cartesian product of its keys in sorted key order, values in their given order),
@@ -35,8 +35,23 @@ class Campaign:
     meta_path: str
 
 
+# field -> (the types it may hold, in words): what CampaignJob.from_dict checks
+_FIELDS = {
+    "id": ((str,), "a string"), "solution": ((str,), "a string"), "solution_uid": ((str,), "a string"),
+    "solution_sha256": ((str,), "a string"), "overrides": ((dict,), "an object"), "platform": ((str,), "a string"),
+    "target": ((dict,), "an object"), "repetition": ((int,), "an integer"),
+    "actions": ((list, type(None)), "a list or null"), "params": ((dict,), "an object"),
+}
+
+
 @dataclass
-class Job:
+class CampaignJob:
+    """One job of a campaign: a solution, its overrides, a platform target and a repetition.
+
+    It crosses to workers as to_dict() (plain JSON types) and is read back by from_dict(),
+    which checks every field (the runtime's cr.runtime.job.Job is another layer's job: what
+    the host asks the measured child to do)."""
+
     id: str
     solution: str  # the exact ref, kind:name@version
     solution_uid: str
@@ -52,7 +67,25 @@ class Job:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Job":
+    def from_dict(cls, data: object) -> "CampaignJob":
+        """The job data describes; CRError naming the field that is missing, unknown or of
+        another type (data comes from another machine)."""
+        if not isinstance(data, dict):
+            raise CRError(f"a campaign job is an object, found {type(data).__name__}",
+                          hint="the coordinator sends CampaignJob.to_dict(); run it and its workers from one reefkit version")
+        unknown = sorted(str(k) for k in data if k not in _FIELDS)
+        if unknown:
+            raise CRError(f"campaign job field(s) {', '.join(unknown)}: unknown",
+                          hint=f"a campaign job has: {', '.join(_FIELDS)}")
+        for name, (types, words) in _FIELDS.items():
+            if name not in data:
+                if name == "params":
+                    continue
+                raise CRError(f"campaign job field {name}: missing", hint=f"a campaign job has: {', '.join(_FIELDS)}")
+            value = data[name]
+            if not isinstance(value, types) or isinstance(value, bool):
+                raise CRError(f"campaign job field {name}: expected {words}, found {type(value).__name__} {value!r:.60}",
+                              hint="the coordinator sends CampaignJob.to_dict(); run it and its workers from one reefkit version")
         return cls(**data)
 
     @property
@@ -195,7 +228,7 @@ def job_id(sol: dict, overrides: dict, platform: str, target: dict, repetition: 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def expand(campaign: Campaign) -> list[Job]:
+def expand(campaign: Campaign) -> list[CampaignJob]:
     """Every job of the campaign, in a deterministic order; CRError when there is none."""
     from ..store.content import component_sha256
 
@@ -209,7 +242,7 @@ def expand(campaign: Campaign) -> list[Job]:
         raise CRError(f"{_where(campaign, '/solutions')}: the campaign names no solution",
                       hint='add "solutions": ["solution:NAME"] (cr find solution lists them)')
     points = _points(campaign)
-    jobs: list[Job] = []
+    jobs: list[CampaignJob] = []
     for sol in sols:
         sha = component_sha256(sol["meta"])
         for point in points:
@@ -220,7 +253,7 @@ def expand(campaign: Campaign) -> list[Job]:
                 target = {k: target[k] for k in ("marker", "requires") if target.get(k)}
                 for rep in range(repeat):
                     jid = job_id(sol, point, name, target, rep, actions, params)
-                    jobs.append(Job(jid, sol["ref"], sol["meta"]["uid"], sha, dict(point), name, target, rep, actions, params))
+                    jobs.append(CampaignJob(jid, sol["ref"], sol["meta"]["uid"], sha, dict(point), name, target, rep, actions, params))
     if not jobs:
         raise CRError(f"{_where(campaign, '/exclude')}: every combination is excluded: the campaign expands to no job",
                       hint="remove or narrow an exclude entry (cr campaign show NAME --jobs shows the expansion)")

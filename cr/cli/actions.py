@@ -246,6 +246,7 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 @click.option("--stream", metavar="SRC", help="Run every frame of a video file, a folder of frames or a camera index (0); shows the FPS.")
 @click.option("--annotate", metavar="DIR", type=click.Path(file_okay=False), help="--stream: write each frame with its detections drawn into DIR.")
 @click.option("--max-frames", type=click.IntRange(min=1), help="--stream: stop after this many frames (camera default 100).")
+@click.option("--strict", is_flag=True, default=None, help="--stream: stop at a frame that cannot be used instead of skipping it.")
 @click.option("--score-threshold", type=click.FloatRange(0, 1), help="--stream, detection: show detections scoring at least this (default 0.5).")
 def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, inputs, **params):
     """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].

@@ -121,32 +121,95 @@ class _Progress:
             click.echo("", err=True)
 
 
+class ExecutorName(click.ParamType):
+    """A registered executor's name (the cr.executors entry points, read when one is given)."""
+
+    name = "executor"
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "NAME"
+
+    def convert(self, value, param, ctx):
+        from ..campaign import executors
+
+        names = executors.available()
+        if value not in names:
+            self.fail(f"{value!r} is not a registered executor (registered: {', '.join(names) or 'none'}; "
+                      f"a distribution adds one under the entry-point group {executors.GROUP})", param, ctx)
+        return value
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        from ..campaign import executors
+
+        return [CompletionItem(n) for n in executors.available() if n.startswith(incomplete)]
+
+
+class ExecutorHelp(click.Option):
+    """An option whose help lists the registered executors ({executors}) or their options
+    ({executor_options}), read only when the help is shown."""
+
+    def get_help_record(self, ctx):
+        if self.help and "{executor" in self.help:
+            from ..campaign import executors
+
+            try:
+                listed = executors.describe()
+                names = "; ".join(f"{n}: {summary}" for n, summary, _ in listed) or "none registered"
+                opts = "; ".join(f"{n}: {', '.join(o) if o else 'none' if o is not None else '?'}" for n, _, o in listed)
+            except Exception:  # a broken entry point must not break --help
+                names = opts = f"see the {executors.GROUP} entry points"
+            self.help = self.help.replace("{executors}", names).replace("{executor_options}", opts)
+        return super().get_help_record(ctx)
+
+
+def _pairs(pairs: tuple[str, ...]) -> dict:
+    """NAME=VALUE pairs of -E, VALUE as text (the executor's Option converts it)."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--executor-option")
+        options[key.strip()] = value
+    return options
+
+
+# today's flags, each the dask executor's option of the same name (-E NAME=VALUE reaches any executor's)
+_FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeout", "tls_ca_file", "tls_cert", "tls_key")
+
+
 @campaign.command()
 @click.argument("name")
-@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
-              help="local: one job at a time on this machine; dask: on the workers of --scheduler.")
+@click.option("--executor", type=ExecutorName(), cls=ExecutorHelp,
+              help="Where the jobs run (default: local, or dask with --scheduler): {executors}.")
+@click.option("-E", "--executor-option", "executor_options", multiple=True, metavar="NAME=VALUE", cls=ExecutorHelp,
+              help="An option of the executor (repeatable): {executor_options}.")
 @click.option("--scheduler", "scheduler", metavar="ADDR", help="The Dask scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
 @click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
 @click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
-@click.option("--retries", type=click.IntRange(0, 100), default=2, show_default=True, help="dask: runs of a job again after its worker left mid-job.")
-@click.option("--wait-for-workers", type=click.IntRange(0), default=0, help="dask: wait until this many cr workers joined.")
-@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True, help="dask: seconds to wait for --wait-for-workers.")
-@click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="dask: seconds to wait for the scheduler to answer.")
+@click.option("--retries", type=click.IntRange(0, 100), help="dask: runs of a job again after its worker left mid-job  [default: 2]")
+@click.option("--wait-for-workers", type=click.IntRange(0), help="dask: wait until this many cr workers joined  [default: 0]")
+@click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]")
+@click.option("--connect-timeout", type=float, help="dask: seconds to wait for the scheduler to answer  [default: 10.0]")
 @_tls_options
 @click.option("--json", "as_json", is_flag=True, help="Print the per-job summary as JSON.")
 @click.pass_context
-def run(ctx, name, executor, scheduler, dry_run, rerun, retries, wait_for_workers, timeout_s, connect_timeout,
-        tls_ca_file, tls_cert, tls_key, as_json):
-    """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any job failed."""
-    from ..campaign import spec
+def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retries, wait_for_workers, timeout,
+        connect_timeout, tls_ca_file, tls_cert, tls_key, as_json):
+    """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any job failed.
+
+    The executor's options come from -E NAME=VALUE, and for the dask executor from its
+    flags (--scheduler, --retries, ...): docs/campaigns.md."""
+    from ..campaign import executors, spec
     from ..campaign.coordinator import Run
+    from ..campaign.runner import drive, executor_name
     from ..errors import CRError
 
-    if scheduler:
-        executor = "dask"
-    if executor == "dask" and not scheduler:
-        raise CRError("--executor dask needs --scheduler ADDR", hint="start one with cr scheduler; it prints its address")
-    sec = _security(tls_ca_file, tls_cert, tls_key) if executor == "dask" else None
+    options = _pairs(executor_options)
+    flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key)))
+    options.update({k: v for k, v in flags.items() if v is not None})
+    chosen = executors.make(executor_name(executor, options), options)  # its options checked before anything runs
     c = spec.load(name)
     jobs = spec.expand(c)
     holder: dict = {"run": None}
@@ -165,13 +228,10 @@ def run(ctx, name, executor, scheduler, dry_run, rerun, retries, wait_for_worker
             click.echo(f"{len(the_run.todo)} of {len(jobs)} job(s) would run", err=True)
         return
     if not quiet:
-        click.echo(f"{c.ref}: {len(the_run.todo)} job(s) to run, {the_run.progress.already} already done"
-                   + (f" (on {scheduler})" if executor == "dask" else " (on this machine)"), err=True)
-    from ..api import run_campaign
-
+        where = chosen.where() if callable(getattr(chosen, "where", None)) else f"the {executor_name(executor, options)} executor"
+        click.echo(f"{c.ref}: {len(the_run.todo)} job(s) to run, {the_run.progress.already} already done (on {where})", err=True)
     try:
-        run_campaign(name, executor, scheduler, retries=retries, wait_for_workers=wait_for_workers, timeout=timeout_s,
-                     connect_timeout=connect_timeout, security=sec, prepared=the_run)
+        drive(chosen, the_run)
     except KeyboardInterrupt:
         progress.end()
         click.echo(f"Interrupted: {the_run.progress.line()}; cr campaign run {name} resumes.", err=True)

@@ -62,6 +62,8 @@ def with_consent(call, trust: bool, as_json: bool = False):
         click.echo("This needs code from repositories you have not trusted; it would run:", err=True)
         for item in exc.items:
             click.echo(f"  {item.line()}", err=True)
-        if not click.confirm(f"Trust {', '.join(exc.repos)} and go on?", default=False, err=True):
+        from ..textsafe import shown
+
+        if not click.confirm(f"Trust {shown(', '.join(exc.repos))} and go on?", default=False, err=True):
             raise
         return call(True)

@@ -99,9 +99,13 @@ def warn(message: str) -> None:
 
 
 def error(message: str, hint: str | None) -> None:
-    echo(f"Error: {message}", err=True)
+    """The Error: line and its Hint:, each one line: what they quote from outside (a script, a
+    probe's output, a framework's message) is shown escaped (cr.textsafe.shown)."""
+    from ..textsafe import shown
+
+    echo(f"Error: {shown(message)}", err=True)
     if hint:
-        echo(f"Hint: {hint}", err=True)
+        echo(f"Hint: {shown(hint)}", err=True)
 
 
 class CLIReporter(Reporter):
@@ -114,12 +118,16 @@ class CLIReporter(Reporter):
     def warning(self, message: str) -> None:
         if message not in self._seen:
             self._seen.add(message)
-            warn(message)
+            from ..textsafe import shown
+
+            warn(shown(message))  # a warning quotes probe outputs, file names, framework messages
 
     def info(self, message: str) -> None:
         if not self.quiet:
             self._end_progress()
-            echo(message, err=True)
+            from ..textsafe import shown
+
+            echo("\n".join(shown(line) for line in message.split("\n")), err=True)
 
     # Progress of work with a known size (downloads) is one line rewritten in place on a
     # terminal, at most ten times a second; in a pipe or a log it is left out.

@@ -8,13 +8,13 @@ import click
 from ..errors import CRError
 from . import output
 
-_STREAM_ONLY = ("annotate", "max_frames", "score_threshold")
+_STREAM_ONLY = ("annotate", "max_frames", "score_threshold", "strict")
 
 
 def stream_params(params: dict, has_inputs: bool) -> dict:
     """params with the stream options checked: the source and annotate folder made absolute
     (the runtime child may run elsewhere), options without --stream refused."""
-    out = {k: v for k, v in params.items() if not (k in (*_STREAM_ONLY, "stream") and v is None)}
+    out = {k: v for k, v in params.items() if not (k in (*_STREAM_ONLY, "stream") and v in (None, False))}
     if not out.get("stream"):
         given = [k for k in _STREAM_ONLY if k in out]
         if given:
@@ -49,3 +49,5 @@ def stream_table(record: dict) -> None:
     output.table(["FRAME", "ID", "DETECTIONS / TOP CLASSES"], rows, title=title)
     if s.get("annotated"):
         click.echo(output.clean(f"annotated frames: {s['annotated']}"))
+    for bad in s.get("skipped") or []:
+        output.warn(f"skipped {bad['why']} (--strict stops at such a frame)")

@@ -2,7 +2,7 @@
 
     from cr.dashboard import build
     info = build("~/.local/share/reefkit/results", "site/")   # BuildInfo
-    # site/index.html, app.js, style.css, vendor/..., data/index.js (leaderboard),
+    # site/index.html, app.js, lib/, views/, style.css, vendor/..., data/index.js (leaderboard),
     # data/runs.js (every run), data/results/<bundle>.js (the records, loaded on demand)
 
 Data travels as scripts (``window.CR_DATA_INDEX = JSON.parse('...')``) because browsers
@@ -613,7 +613,7 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def _copy_sources(out: Path, previous: list[str]) -> list[str]:
-    """Copy the site's static files (index.html, app.js, style.css, vendor/) into out; remove ones no longer shipped."""
+    """Copy the site's static files (everything in dashboard/ but its README) into out; remove ones no longer shipped."""
     from ..paths import data_dir
 
     source = data_dir("dashboard")

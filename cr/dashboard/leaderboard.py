@@ -20,37 +20,52 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from .records import F, FIELDS
+from .records import EMPTY, F, FIELDS, TABLE
 
 INDEX_FORMAT = 1
 
-ROW_COLUMNS = (
-    "key", "subject", "kind", "name", "version", "task", "dataset", "backend", "backend_version", "variant",
-    "precision", "platform", "platform_label", "arch", "scenario", "config",
-    "top1", "top5", "outcome", "p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "validity",
-    "bench_uid", "bench_status", "bench_loc", "validate_uid", "validate_status", "validate_loc",
-    "other_uid", "other_action", "runs", "latest", "tags", "reproduction", "error", "campaign",
-    "ap", "ap50",  # detection: COCO AP@[.5:.95] and AP50 of the row's validate
-)
-# Columns whose values are positions in "strings" (tags: a list of positions).
-INTERNED = (
-    "subject", "kind", "name", "version", "task", "dataset", "backend", "backend_version", "variant", "precision",
-    "platform", "platform_label", "arch", "scenario", "config", "outcome", "validity", "bench_status", "bench_loc",
-    "validate_status", "validate_loc", "other_action", "reproduction", "campaign",
-)
-RUN_COLUMNS = ("uid", "loc", "key", "action", "status", "time", "scenario", "config", "p50_ns", "throughput", "top1",
-               "error", "campaign", "worker")
-RUN_INTERNED = ("loc", "action", "status", "scenario", "config", "campaign", "worker")
+# Where a leaderboard row takes a summary field from (records.Field.row): one of its runs
+# (the benchmark, the validate, another action's run, or "some": the first of those three it
+# has), the first of two that is not blank, or its configuration key.
+SOURCES = ("bench", "validate", "other", "some")
+_KEY_PARTS = ("subject", "backend", "variant", "precision", "platform")  # a configuration, in key order
+_RULES = ("task", "label", "tags", "error")  # columns worked out here from the row's runs
 
-_KEY = (F["subject"], F["backend"], F["variant"], F["precision"], F["platform"])
+
+def _row_plan() -> list[tuple[str, int, int, object, bool]]:
+    """(column, how, field position, where from, interned) of each row column taken from
+    TABLE, in table order; how: 0 one source, 1 the first of two not blank, 2 key part, 3 rule."""
+    plan = []
+    for field in TABLE:
+        for column, source in (field.row.items() if isinstance(field.row, dict) else [(field.name, field.row)] if field.row else []):
+            words = source.split()
+            if source == "key":
+                how, where = 2, _KEY_PARTS.index(field.name)
+            elif source in _RULES:
+                how, where = 3, source
+            elif len(words) == 2 and all(w in SOURCES for w in words):
+                how, where = 1, tuple(SOURCES.index(w) for w in words)
+            elif source in SOURCES:
+                how, where = 0, SOURCES.index(source)
+            else:
+                raise ValueError(f"records.TABLE: field {field.name!r} takes row column {column!r} from {source!r}, not a source")
+            plan.append((column, how, F[field.name], where, field.kind == "text" and how != 3))
+    return plan
+
+
+_PLAN = _row_plan()
+# The data's columns, named in the data itself (the site reads them by name, never by position).
+ROW_COLUMNS = ("key", *(p[0] for p in _PLAN), "runs", "latest")
+# Columns whose values are positions in "strings" (tags: a list of positions).
+INTERNED = tuple(p[0] for p in _PLAN if p[4]) + ("task", "platform_label")
+RUN_COLUMNS = ("key", *(f.name for f in TABLE if f.runs))
+RUN_INTERNED = tuple(f.name for f in TABLE if f.runs and f.kind == "text")
+
+_KEY = tuple(F[k] for k in _KEY_PARTS)
 _key_of = itemgetter(*_KEY)
 _newest = itemgetter(F["time"], F["uid"])
 _N = len(FIELDS)
-# what a missing benchmark or validate contributes to a row: blank strings, no numbers, no tags
-_EMPTY = ["" if name not in ("p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "top1", "top5", "tags", "ap", "ap50")
-          else None
-          for name in F]
-_EMPTY[F["tags"]] = []
+_EMPTY = list(EMPTY)  # what a missing benchmark or validate contributes to a row: blanks, no numbers, no tags
 
 
 _T, _U, _ACTION, _STATUS_AT, _SCENARIO_AT, _TOP1_AT, _TASK, _FP, _SUBJECT, _DATASET, _CONFIG = (
@@ -198,37 +213,37 @@ class _Strings(dict):
         return position
 
 
-(_KIND, _NAME, _VERSION, _BACKEND_VERSION, _ARCH, _SCENARIO, _TOP1, _TOP5, _OUTCOME, _P50, _P99, _TP, _RSS, _ENERGY,
- _VALIDITY, _UID, _STATUS, _LOC, _TAGS, _REPRO, _ERROR) = (F[k] for k in (
-    "kind", "name", "version", "backend_version", "arch", "scenario", "top1", "top5", "outcome", "p50_ns", "p99_ns",
-    "throughput", "peak_rss", "energy_j", "validity", "uid", "status", "loc", "tags", "reproduction", "error"))
-_CAMPAIGN = F["campaign"]
-
-
-_AP, _AP50 = F["ap"], F["ap50"]
+_STATUS, _ERROR, _TAGS = F["status"], F["error"], F["tags"]
 
 
 def _row(position: int, key: tuple, task: str, bench, validate, runs: int, latest: str, labels: dict,
          S: _Strings, other=None) -> list:
-    subject, backend, variant, precision, platform = key
-    some = bench or validate or other or _EMPTY
-    o = other or _EMPTY
-    b = bench or _EMPTY
-    v = validate or _EMPTY
-    tags = sorted(set(b[_TAGS] + v[_TAGS])) if b[_TAGS] or v[_TAGS] else []
-    error = ""
-    if bench and bench[_STATUS] != "ok":
-        error = bench[_ERROR] or "the benchmark failed"
-    elif validate and validate[_STATUS] != "ok":
-        error = validate[_ERROR] or "the validation failed"
-    elif other and other[_STATUS] != "ok":
-        error = other[_ERROR] or f"the {other[_ACTION]} failed"
-    return [
-        position, S[subject], S[some[_KIND]], S[some[_NAME] or subject], S[some[_VERSION]], S[task],
-        S[v[_DATASET] or b[_DATASET]], S[backend], S[b[_BACKEND_VERSION] or v[_BACKEND_VERSION]], S[variant],
-        S[precision], S[platform], S[labels[platform]], S[some[_ARCH]], S[b[_SCENARIO]], S[(bench or some)[_CONFIG]],
-        v[_TOP1], v[_TOP5], S[v[_OUTCOME]], b[_P50], b[_P99], b[_TP], b[_RSS], b[_ENERGY], S[b[_VALIDITY]],
-        b[_UID], S[b[_STATUS]], S[b[_LOC]], v[_UID], S[v[_STATUS]], S[v[_LOC]], o[_UID], S[o[_ACTION]],
-        runs, latest, [S[t] for t in tags], S[b[_REPRO] or v[_REPRO]], error, S[b[_CAMPAIGN] or v[_CAMPAIGN]],
-        v[_AP], v[_AP50],
-    ]
+    """One leaderboard row (ROW_COLUMNS order) from the summaries of its runs, as _PLAN says."""
+    sources = (bench or _EMPTY, validate or _EMPTY, other or _EMPTY, bench or validate or other or _EMPTY)
+    row = [position]
+    for column, how, at, where, interned in _PLAN:
+        if how == 0:
+            value = sources[where][at]
+        elif how == 1:
+            value = sources[where[0]][at] or sources[where[1]][at]
+        elif how == 2:
+            value = key[where]
+        elif where == "task":
+            value = S[task]
+        elif where == "label":
+            value = S[labels[key[4]]]
+        elif where == "tags":
+            b, v = sources[0][at], sources[1][at]
+            value = [S[t] for t in sorted(set(b + v))] if b or v else []
+        else:  # "error": why the row's run failed
+            value = ""
+            if bench and bench[_STATUS] != "ok":
+                value = bench[_ERROR] or "the benchmark failed"
+            elif validate and validate[_STATUS] != "ok":
+                value = validate[_ERROR] or "the validation failed"
+            elif other and other[_STATUS] != "ok":
+                value = other[_ERROR] or f"the {other[_ACTION]} failed"
+        row.append(S[value] if interned else value)
+    row.append(runs)
+    row.append(latest)
+    return row

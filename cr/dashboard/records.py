@@ -10,7 +10,11 @@ fields, shrink the raw samples, append it to its detail file ``data/results/<bun
 (a bundle holds the records of a few dozen files).
 
 A summary is a list in the order of FIELDS (lists, not dicts: 100,000 of them are kept
-in memory and in the state files of the build).
+in memory and in the state files of the build). FIELDS, the empty summary and the
+leaderboard's and run list's columns (cr.dashboard.leaderboard) all come from one table,
+TABLE: one Field per summary value, saying how it is computed from a record, what kind
+of value it is and which leaderboard columns take it. Adding a figure to the site is one
+Field here (appended: the positions of older summaries stay) plus its use in the view.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import os
 import re
 import stat
 from array import array
+from typing import Callable, NamedTuple
 
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
@@ -34,18 +39,6 @@ _KEY_RE = re.compile(r"[A-Za-z0-9_:-]*\Z")  # detail-file keys that json.dumps w
 # Raw latencies kept per detail file: beyond this, every step-th sample (in time order).
 SAMPLES_MAX = 2048
 
-FIELDS = (
-    "uid", "action", "status", "time", "subject", "kind", "name", "version", "backend", "backend_version",
-    "variant", "precision", "platform", "platform_label", "arch", "scenario", "task",
-    "p50_ns", "p99_ns", "throughput", "peak_rss", "energy_j", "top1", "top5", "outcome", "validity",
-    "error", "tags", "reproduction", "loc",
-    # added after "loc", so that the positions above stay those of summaries an older build kept
-    "dataset", "config",
-    "campaign", "worker",  # the campaign run that made the record and the worker it ran on (cr campaign run)
-    # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
-    "ap", "ap50",
-)
-F = {name: i for i, name in enumerate(FIELDS)}
 
 
 class Skip(Exception):
@@ -382,60 +375,112 @@ def _task(record: dict, components: list, validation: dict, metrics: dict) -> st
     return _str(task, 60)
 
 
+class Field(NamedTuple):
+    """One value of a record's summary, and so of the site's data files.
+
+    kind: "text" (a string, stored once in the data's "strings" and referred to by
+    position), "id" (a string stored as it is: uids, times, error messages), "number"
+    (None when absent) or "list" (of texts). Its empty value follows from it.
+    row: which leaderboard column(s) take it, from which run of the row (see
+    cr.dashboard.leaderboard.SOURCES): "bench", "validate", "other", "some" (the row's
+    benchmark, else validate, else other run), "bench validate" (the first that is not
+    blank), "key" (part of the configuration), or a rule of the leaderboard's own ("task",
+    "label", "tags", "error"); a dict {column: source} for a field shown in several columns;
+    "" for none. runs: whether data/runs.js (the run list) has it.
+    """
+    name: str
+    kind: str
+    compute: Callable[["_Parts"], object]
+    row: str | dict = ""
+    runs: bool = False
+
+    @property
+    def empty(self):
+        """What a missing summary contributes (a row without a benchmark, an older summary's new fields)."""
+        return None if self.kind == "number" else [] if self.kind == "list" else ""
+
+
+class _Parts:
+    """The parts of a record that the fields read, each looked up (and type-checked) once."""
+    __slots__ = ("record", "components", "subject", "backend", "info", "config", "pipeline", "platform", "metrics",
+                 "validation", "scenario")
+
+    def __init__(self, record: dict) -> None:
+        self.record = record
+        self.components = [c for c in record.get("components") or [] if isinstance(c, dict)]
+        self.subject = self.components[0] if self.components else {}
+        self.backend = _dict(record.get("backend"))
+        self.info = _dict(self.backend.get("info"))
+        self.config = _dict(record.get("config"))
+        self.pipeline = _dict(record.get("pipeline"))
+        self.platform = _dict(record.get("platform"))
+        self.metrics = _dict(record.get("metrics"))
+        self.validation = _dict(record.get("validation"))
+        self.scenario = _str(self.metrics.get("scenario")
+                             or (self.config.get("scenario") if record.get("action") == "benchmark" else ""), 40)
+
+
+def _latency(p: _Parts, key: str):
+    return _num(_dict(p.metrics.get("latency_ns")).get(key))
+
+
+# The summary's fields, in summary order. Append new ones at the end: the build's state files
+# keep summaries as lists, and an older one is padded with the empty values of the fields it lacks.
+TABLE = (
+    Field("uid", "id", lambda p: p.record["uid"], row={"bench_uid": "bench", "validate_uid": "validate", "other_uid": "other"},
+          runs=True),
+    Field("action", "text", lambda p: _str("benchmark (profiled)" if is_profiled(p.record) else p.record.get("action"), 40),
+          row={"other_action": "other"}, runs=True),  # a profiled benchmark stays out of the leaderboard
+    Field("status", "text", lambda p: _str(p.record.get("status"), 40) or "unknown",
+          row={"bench_status": "bench", "validate_status": "validate"}, runs=True),
+    Field("time", "id", lambda p: _str(p.record.get("ended") or p.record.get("started"), 40), runs=True),
+    Field("subject", "text", lambda p: _str(p.subject.get("ref")) or "unknown", row="key"),
+    Field("kind", "text", lambda p: _str(p.subject.get("kind"), 40), row="some"),
+    Field("name", "text", lambda p: _str(p.subject.get("name")) or "unknown", row="some"),
+    Field("version", "text", lambda p: _str(p.subject.get("version"), 60), row="some"),
+    Field("backend", "text", lambda p: _str(p.backend.get("name") or p.config.get("backend"), 60) or "unknown", row="key"),
+    Field("backend_version", "text", lambda p: _str(p.info.get("version"), 60), row="bench validate"),
+    Field("variant", "text", lambda p: _str(p.pipeline.get("variant") or p.config.get("variant"), 80), row="key"),
+    Field("precision", "text", lambda p: _str(p.pipeline.get("precision"), 40), row="key"),
+    Field("platform", "text", lambda p: _str(p.platform.get("fingerprint"), 40) or "unknown", row="key"),
+    Field("platform_label", "text", lambda p: platform_label(p.platform), row="label"),
+    Field("arch", "text", lambda p: _str(p.platform.get("arch"), 40), row="some"),
+    Field("scenario", "text", lambda p: p.scenario, row="bench", runs=True),
+    Field("task", "text", lambda p: _task(p.record, p.components, p.validation, p.metrics), row="task"),
+    Field("p50_ns", "number", lambda p: _latency(p, "p50"), row="bench", runs=True),
+    Field("p99_ns", "number", lambda p: _latency(p, "p99"), row="bench"),
+    Field("throughput", "number", lambda p: _num(_dict(p.metrics.get("throughput")).get("samples_per_s")), row="bench",
+          runs=True),
+    Field("peak_rss", "number", lambda p: _num(p.metrics.get("peak_rss_bytes")), row="bench"),
+    Field("energy_j", "number", lambda p: _energy(p.metrics), row="bench"),
+    Field("top1", "number", lambda p: _num(p.validation.get("top1")), row="validate", runs=True),
+    Field("top5", "number", lambda p: _num(p.validation.get("top5")), row="validate"),
+    Field("outcome", "text", lambda p: _str(p.validation.get("outcome"), 40), row="validate"),
+    Field("validity", "text", lambda p: _str(p.metrics.get("validity"), 40), row="bench"),
+    Field("error", "id", lambda p: _str(_dict(p.record.get("error")).get("message"), 300), row="error", runs=True),
+    Field("tags", "list", lambda p: [_str(t, 100) for t in (p.record.get("tags") or [])[:20]], row="tags"),
+    Field("reproduction", "text", lambda p: _reproduction(p.record.get("reproduction")), row="bench validate"),
+    # the detail file (bundle) holding the record, set by write_bundle
+    Field("loc", "text", lambda p: "", row={"bench_loc": "bench", "validate_loc": "validate"}, runs=True),
+    Field("dataset", "text", lambda p: dataset_label(p.record), row="validate bench"),
+    Field("config", "text", lambda p: config_label(p.record, p.scenario), row="some", runs=True),
+    # the campaign run that made the record and the worker it ran on (cr campaign run)
+    Field("campaign", "text", lambda p: _str(_dict(p.record.get("campaign")).get("name"), 130), row="bench validate", runs=True),
+    Field("worker", "text", lambda p: _str(_dict(p.record.get("worker")).get("name"), 130), runs=True),
+    # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
+    Field("ap", "number", lambda p: _num(p.validation.get("ap")), row="validate"),
+    Field("ap50", "number", lambda p: _num(p.validation.get("ap50")), row="validate"),
+)
+FIELDS = tuple(f.name for f in TABLE)
+F = {name: i for i, name in enumerate(FIELDS)}
+EMPTY = tuple(f.empty for f in TABLE)  # the summary of nothing (its list is shared: copy before changing it)
+_COMPUTE = tuple(f.compute for f in TABLE)
+
+
 def summarise(record: dict) -> list:
     """The summary row of a record (FIELDS order)."""
-    components = [c for c in record.get("components") or [] if isinstance(c, dict)]
-    subject = components[0] if components else {}
-    backend = _dict(record.get("backend"))
-    info = _dict(backend.get("info"))
-    config = _dict(record.get("config"))
-    pipeline = _dict(record.get("pipeline"))
-    platform = _dict(record.get("platform"))
-    metrics = _dict(record.get("metrics"))
-    latency = _dict(metrics.get("latency_ns"))
-    throughput = _dict(metrics.get("throughput"))
-    validation = _dict(record.get("validation"))
-    error = _dict(record.get("error"))
-    tags = [_str(t, 100) for t in (record.get("tags") or [])[:20]]
-    scenario = _str(metrics.get("scenario") or (config.get("scenario") if record.get("action") == "benchmark" else ""), 40)
-    return [
-        record["uid"],
-        _str("benchmark (profiled)" if is_profiled(record) else record.get("action"), 40),  # out of the leaderboard
-        _str(record.get("status"), 40) or "unknown",
-        _str(record.get("ended") or record.get("started"), 40),
-        _str(subject.get("ref")) or "unknown",
-        _str(subject.get("kind"), 40),
-        _str(subject.get("name")) or "unknown",
-        _str(subject.get("version"), 60),
-        _str(backend.get("name") or config.get("backend"), 60) or "unknown",
-        _str(info.get("version"), 60),
-        _str(pipeline.get("variant") or config.get("variant"), 80),
-        _str(pipeline.get("precision"), 40),
-        _str(platform.get("fingerprint"), 40) or "unknown",
-        platform_label(platform),
-        _str(platform.get("arch"), 40),
-        scenario,
-        _task(record, components, validation, metrics),
-        _num(latency.get("p50")),
-        _num(latency.get("p99")),
-        _num(throughput.get("samples_per_s")),
-        _num(metrics.get("peak_rss_bytes")),
-        _energy(metrics),
-        _num(validation.get("top1")),
-        _num(validation.get("top5")),
-        _str(validation.get("outcome"), 40),
-        _str(metrics.get("validity"), 40),
-        _str(error.get("message"), 300),
-        tags,
-        _reproduction(record.get("reproduction")),
-        "",  # loc: the detail file (bundle) holding the record, set by write_bundle
-        dataset_label(record),
-        config_label(record, scenario),
-        _str(_dict(record.get("campaign")).get("name"), 130),
-        _str(_dict(record.get("worker")).get("name"), 130),
-        _num(validation.get("ap")),
-        _num(validation.get("ap50")),
-    ]
+    parts = _Parts(record)
+    return [compute(parts) for compute in _COMPUTE]
 
 
 def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:

@@ -221,8 +221,14 @@ class Command(Meter):
     def __init__(self, command: str, timeout: float | None = None):
         self.command, self.timeout = command, COMMAND_TIMEOUT_S if timeout is None else timeout
         self.argv = shlex.split(command)
-        self.detail = {"command": command}
+        # its program only: an argument may be a credential (a token, a password for the meter's
+        # API) and the record travels into dashboards and archives
+        self.detail = {"command": self.shown_name(), "arguments": "not recorded"} if self.argv else {"command": ""}
         self.error: str | None = None
+
+    def shown_name(self) -> str:
+        """The program's file name, without its folder or arguments (what records and messages say)."""
+        return os.path.basename(self.argv[0]) if self.argv else ""
 
     def read(self) -> float | None:
         try:
@@ -255,7 +261,7 @@ def meters(source: Source, command: str | None = None) -> tuple[list[Meter], str
         if not meter.argv:
             return [], "CR_ENERGY_COMMAND is empty"
         if meter.read() is None:
-            return [], f"the energy command {command!r} gave no reading: {meter.error}"
+            return [], f"the energy command {meter.shown_name()!r} (CR_ENERGY_COMMAND) gave no reading: {meter.error}"
         return [meter], ""
     rails = ina3221_rails(source)
     if rails:

@@ -188,6 +188,7 @@ def compile_model(
     source_file = {"file": located["path"], "sha256": sha256(located["path"])}  # what the child is given to read
     what = f"{to} {the_plan['precision']}" + (f" ({the_plan['quantization']} quantisation)" if the_plan["quantization"] else "")
     ds = _dataset(model["meta"], params.get("dataset"), the_plan["needs_dataset"], what)
+    counterpart = _counterpart(model, source, source_file, the_plan, search)
     components = [model] + ([ds] if ds else []) + [action]
     record = records.new("compile", [records.component_entry(c) for c in components], None,
                          {**params, "variant": source["variant"], "source_format": source.get("format"),
@@ -200,7 +201,7 @@ def compile_model(
     try:
         job = Job(entry=check_entry(action), action="compile", model=Job.component(model, meta=source),
                   params={**params, "to": to, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
-                          "options": the_plan["options"]},
+                          "options": the_plan["options"], **({"counterpart": counterpart} if counterpart else {})},
                   out_dir=out_dir, out_file=file_name(name, the_plan["label"], to))
         if ds is not None:
             split = "train" if ds["meta"].get("split_by") else "all"
@@ -223,6 +224,7 @@ def compile_model(
                 record.update(status="failed", error={"kind": "error", "type": type(exc).__name__, "message": exc.message,
                                                       "hint": exc.hint})
             else:
+                _say_counterpart(record)
                 if failed:
                     from ..events import reporter
 
@@ -234,6 +236,53 @@ def compile_model(
     if output is not None:
         records.write(record, output)
     return record
+
+
+def _counterpart(model: dict, source: dict, source_file: dict, the_plan: dict, search: list[str]) -> dict | None:
+    """{variant, file, sha256} of the variant the model already has from the same conversion of the
+    same source file (its provenance says so): the compiled output is compared with it. None when
+    the model has none, or its file is not here."""
+    from ..runtime.model import locate, sha256
+
+    for name in variants.names(model["meta"]):
+        meta = variants.effective(model["meta"], name)
+        made = meta.get("provenance") or {}
+        origin = made.get("compiled_from") or {}
+        if name == source["variant"] or made.get("conversion") != the_plan["conversion"]:
+            continue
+        if origin.get("sha256") != source_file["sha256"] or (meta.get("precision") or "fp32") != the_plan["precision"]:
+            continue
+        try:
+            path = locate(meta, model["path"], model["ref"], search)["path"]
+        except CRError:
+            return None
+        return {"variant": name, "file": path, "sha256": sha256(path)}
+    return None
+
+
+def _say_counterpart(record: dict) -> None:
+    """A warning when the output's outputs differ from the model's own variant of the same conversion."""
+    check = (record.get("checks") or {}).get("counterpart")
+    if not isinstance(check, dict) or check.get("passed") is not False:
+        return
+    from ..events import reporter
+
+    metric = (f"max abs diff {check.get('max_abs_diff'):.3g} above atol {check.get('atol'):g}" if "atol" in check
+              else f"top-1 agreement {check.get('top1_agreement')}")
+    reporter().warning(f"{record['output']['ref']} does not reproduce the model's variant {check['variant']} made by the same "
+                       f"conversion: {metric} on the check inputs (its tools: {record.get('tools')}); compare the "
+                       "converter versions in both provenances")
+
+
+def built_on() -> dict:
+    """This machine, as far as it decides a converter's bytes: arch, CPU model and the vector
+    instruction sets the kernels choose between (the conversion ran here)."""
+    from ..platform import current
+
+    platform = current().to_dict()
+    cpu = platform.get("cpu") or {}
+    isa = sorted(f for f in cpu.get("flags") or [] if isinstance(f, str) and f.startswith(("avx", "amx", "fma", "sse4", "asimd", "neon", "sve")))
+    return {"arch": platform.get("arch"), "cpu": cpu.get("model"), "isa": isa}
 
 
 def _check_words(failed: list[dict]) -> str:
@@ -393,6 +442,7 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
         "options": result.get("options"),
         "checks": result.get("checks"),
         "tools": result.get("tools"),
+        "built_on": built_on(),
         "cr_version": cr_version,
         "created": records.now(),
     }

@@ -107,6 +107,7 @@ def locate(source: str) -> tuple[str, dict | None]:
         from ..archive import unpack
 
         info = unpack(path)
+        _refuse_namesake(info)
         return info["solution"], info
     if "://" in source or source.startswith("git@") or source.endswith(".git"):
         repo = catalog.repo_pull(source)
@@ -117,6 +118,29 @@ def locate(source: str) -> tuple[str, dict | None]:
                           hint="it is registered now: cr init solution NAME picks one")
         return sols[0].ref, None
     return (source if ":" in source else f"solution:{source}"), None
+
+
+def _refuse_namesake(info: dict) -> None:
+    """The archive's own solution is what init and reproduce set up: CRError, naming both, when
+    its ref means another repository's solution here (a shipped or trusted one of the same name
+    and version, which precedence puts first) and the two differ in content. An identical copy
+    is the same solution, so setting up either is setting up the archive's."""
+    from ..store.content import component_sha256, is_copy_of
+
+    here = catalog.show(info["solution"], verify=False)
+    if here["repo"] == info["repo"]:
+        return
+    own = catalog.show(info["solution"], verify=False, prefer_repo=info["repo"])
+    if own["repo"] != info["repo"]:
+        return  # the archive does not hold it under that ref: unpack's own checks speak
+    if component_sha256(own["meta"]) == component_sha256(here["meta"]) \
+            and is_copy_of(own["meta_path"], here["meta_path"]):
+        return
+    raise CRError(
+        f"the archive's {info['solution']} (repo {info['repo']!r}) differs from the {here['ref']} in repo "
+        f"{here['repo']!r}, which {here['ref']} means on this machine: setting it up would run the other one",
+        hint=f"give the archive's solution a version of its own (edit its meta, cr pack again), or remove repo "
+             f"{info['repo']!r} (cr repo rm {info['repo']}) and inspect it with cr unpack first")
 
 
 def check_platform(meta: dict, ref: str) -> None:

@@ -21,12 +21,21 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import CRError, NotFound
 
 CAMERA_FRAMES = 100  # a camera never ends: this many frames unless max_frames says otherwise
+# A frame's pixels are checked before it is decoded: a few KB of PNG can say 12,000 x 12,000,
+# which decodes to 432 MB of RGB (and more on the way). 8192 x 8192 covers 8K video with room.
+MAX_FRAME_PIXELS = 8192 * 8192
+
+
+class BadFrame(CRError):
+    """One frame that cannot be used (too large, unreadable, a link out of the folder): skipped
+    with a warning, or the end of the stream with strict."""
 
 
 def _imageio(what: str):
@@ -56,17 +65,45 @@ def _folder_frames(folder: Path) -> Iterator[tuple[str, object]]:
 
     from .datasets import IMAGE_SUFFIXES
 
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    root = folder.resolve()
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and (p.is_file() or p.is_symlink()))
     if not files:
         raise CRError(f"the stream folder {folder} holds no image files",
                       hint=f"put frames there ({', '.join(IMAGE_SUFFIXES)}), or give a video file or a camera index")
     for path in files:
-        with Image.open(path) as image:
-            yield path.name, _rgb(image.convert("RGB"))
+        real = path.resolve()
+        if real.parent != root and root not in real.parents:
+            yield path.name, BadFrame(f"frame {path.name} is a link out of the stream folder (to {real})",
+                                      hint="copy the frame into the folder; links out of it are not followed")
+            continue
+        if not real.is_file():
+            yield path.name, BadFrame(f"frame {path.name} is not a regular file", hint="remove it from the folder")
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the size is judged below
+                image = Image.open(real)
+            with image:
+                w, h = image.size
+                if w * h > MAX_FRAME_PIXELS:
+                    yield path.name, BadFrame(f"frame {path.name} is {w} x {h} pixels, more than {MAX_FRAME_PIXELS:,} "
+                                              "(it is not decoded)", hint="scale the frames down first")
+                    continue
+                frame = _rgb(image.convert("RGB"))
+        except (OSError, ValueError, Image.DecompressionBombError, SyntaxError) as exc:
+            yield path.name, BadFrame(f"frame {path.name} cannot be read as an image: {type(exc).__name__}: "
+                                      f"{str(exc).splitlines()[0] if str(exc) else ''}", hint="replace or remove it")
+            continue
+        yield path.name, frame
 
 
 def _reader_frames(reader, prefix: str) -> Iterator[tuple[str, object]]:
     try:
+        size = (reader.get_meta_data() or {}).get("size") if hasattr(reader, "get_meta_data") else None
+        if isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(v, int) for v in size) \
+                and size[0] * size[1] > MAX_FRAME_PIXELS:
+            raise CRError(f"the video's frames are {size[0]} x {size[1]} pixels, more than {MAX_FRAME_PIXELS:,}",
+                          hint="scale the video down first (e.g. ffmpeg -vf scale=1920:-2)")
         for i, frame in enumerate(reader):
             yield f"{prefix}{i}", _rgb(frame)
     finally:
@@ -123,17 +160,26 @@ def annotate(image, entry: dict, path: Path) -> None:
 
 
 def run_stream(source: str, predict: Callable, annotate_dir: str | None = None, max_frames: int | None = None,
-               on_frame: Callable | None = None) -> tuple[list[dict], dict]:
-    """(per-frame entries, summary {source, frames, seconds, fps, model_ms_mean, annotated})."""
+               on_frame: Callable | None = None, strict: bool = False) -> tuple[list[dict], dict]:
+    """(per-frame entries, summary {source, frames, seconds, fps, model_ms_mean, annotated, skipped}).
+
+    A frame that cannot be used (BadFrame: more than MAX_FRAME_PIXELS, unreadable, a link out
+    of the folder) is skipped and listed in summary["skipped"] ({id, why}); strict=True ends
+    the stream with its error instead."""
     stream = frames(source)
     limit = max_frames if max_frames is not None else (CAMERA_FRAMES if str(source).isdigit() else None)
     out_dir = None
     if annotate_dir:
         out_dir = Path(annotate_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-    entries, model_seconds = [], 0.0
+    entries, model_seconds, skipped = [], 0.0, []
     started = time.perf_counter()
     for frame_id, image in stream:
+        if isinstance(image, BadFrame):
+            if strict:
+                raise image
+            skipped.append({"id": frame_id, "why": image.message})
+            continue
         entry, seconds = predict(image)
         model_seconds += seconds
         entry = {"id": frame_id, "frame": len(entries), "size": [int(image.shape[1]), int(image.shape[0])], **entry}
@@ -146,9 +192,13 @@ def run_stream(source: str, predict: Callable, annotate_dir: str | None = None, 
             break
     elapsed = time.perf_counter() - started
     if not entries:
+        if skipped:
+            raise CRError(f"stream source {source} gave no usable frame: {skipped[0]['why']}"
+                          + (f" (and {len(skipped) - 1} more skipped)" if len(skipped) > 1 else ""),
+                          hint="fix or remove the frames named")
         raise CRError(f"stream source {source} gave no frames", hint="check that the video is not empty and that imageio can read it")
     summary = {"source": str(source), "frames": len(entries), "seconds": elapsed,
                "fps": len(entries) / elapsed if elapsed > 0 else None,
                "model_ms_mean": model_seconds / len(entries) * 1e3,
-               "annotated": str(out_dir) if out_dir is not None else None}
+               "annotated": str(out_dir) if out_dir is not None else None, "skipped": skipped}
     return entries, summary

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CRError
-from .content import component_sha256
+from .content import component_sha256, is_copy_of
 
 
 class Untrusted(CRError):
@@ -45,14 +45,22 @@ class Item:
     what: str       # "install script", "pip packages", "download", "executable probe", "python file", ...
     detail: str     # the command, URL, packages or file path
     sha256: str = ""
+    argv: tuple = ()  # the exact command it would run, where it is one
 
     def line(self) -> str:
-        text = f"{self.component} (repo {self.repo}): {self.what}: {self.detail}"
-        return text + (f" [sha256 {self.sha256}]" if self.sha256 else "")
+        """One line for a terminal: the exact argv where there is one, every control, escape or
+        bidi character escaped (cr.textsafe), so the listing cannot be redrawn by what it lists."""
+        import shlex
+
+        from ..textsafe import shown
+
+        detail = shlex.join(self.argv) if self.argv else self.detail
+        text = f"{shown(self.component)} (repo {shown(self.repo)}): {shown(self.what)}: {shown(detail)}"
+        return text + (f" [sha256 {shown(self.sha256)}]" if self.sha256 else "")
 
     def to_dict(self) -> dict:
         return {"repo": self.repo, "component": self.component, "what": self.what, "detail": self.detail,
-                "sha256": self.sha256}
+                "sha256": self.sha256, **({"argv": list(self.argv)} if self.argv else {})}
 
 
 def repos_by_name(index) -> dict:
@@ -61,7 +69,8 @@ def repos_by_name(index) -> dict:
 
 def component_trusted(comp, meta: dict, index) -> bool:
     """Whether what comp declares may execute: its repo is trusted, or a trusted repo holds
-    an identical copy (same canonical meta, which lists its files' sha256)."""
+    the same component by content: the same canonical meta, and every file of comp's folder
+    there with the same bytes (checked now, at use: a meta lists only some files)."""
     repos = repos_by_name(index)
     repo = repos.get(comp.repo)
     if repo is not None and repo.is_trusted:
@@ -70,9 +79,17 @@ def component_trusted(comp, meta: dict, index) -> bool:
     for other in index.components(kind=comp.kind, name=comp.name):
         other_repo = repos.get(other.repo)
         if other.repo != comp.repo and other_repo is not None and other_repo.is_trusted \
-                and component_sha256(index.meta_of(other)) == digest:
+                and component_sha256(index.meta_of(other)) == digest and is_copy_of(comp.meta_path, other.meta_path):
             return True
     return False
+
+
+def same_content(untrusted, trusted, index) -> bool:
+    """Whether an untrusted component is the trusted one by content: the same canonical meta and
+    every file of its folder in the trusted one's with the same bytes (cr.store.content.is_copy_of)."""
+    if component_sha256(index.meta_of(untrusted)) != component_sha256(index.meta_of(trusted)):
+        return False
+    return is_copy_of(untrusted.meta_path, trusted.meta_path)
 
 
 def prefer_trusted(components: list, index) -> list:
@@ -91,7 +108,7 @@ def prefer_trusted(components: list, index) -> list:
         repo = repos.get(best.repo)
         if len(group) > 1 and (repo is None or not repo.is_trusted):
             trusted = [c for c in group[1:] if repos.get(c.repo) is not None and repos[c.repo].is_trusted]
-            if trusted and component_sha256(index.meta_of(trusted[0])) != component_sha256(index.meta_of(best)):
+            if trusted and not same_content(best, trusted[0], index):
                 from ..events import reporter
 
                 reporter().warning(
@@ -122,7 +139,9 @@ def recipe_items(recipe, methods=None, probes: bool = True) -> list[Item]:
     for m in methods if methods is not None else recipe.install:
         spec = m.spec
         if m.method == "script":
-            items.append(Item(repo, ref, "install script (/bin/sh -e -c)", spec.get("script", "")))
+            script = spec.get("script", "")
+            items.append(Item(repo, ref, "install script", script,
+                              argv=("/bin/sh", "-e", "-c", script) if isinstance(script, str) else ()))
         elif m.method == "download":
             items.append(Item(repo, ref, "download", str(spec.get("url", "")),
                               spec["sha256"] if isinstance(spec.get("sha256"), str) else ""))

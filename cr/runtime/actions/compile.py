@@ -3,7 +3,9 @@
 job (built by cr.run.compile):
     {"model": {"ref", "meta" (the source variant's effective meta), "dir"},
      "dataset": {"ref", "meta", "dir", "split", "limit"} | None   (calibration samples),
-     "params": {"to", "precision", "quantization", "calibration_samples", "options", "seed"},
+     "params": {"to", "precision", "quantization", "calibration_samples", "options", "seed",
+                "counterpart": {"variant", "file", "sha256"} | absent   (the model's own variant made by
+                the same conversion of the same source: the output is compared with it)},
      "out_dir": a directory the host made, "out_file": the output's file name in it}
 ->  {"output": {"file", "format", "precision", "inputs", "outputs", "bytes", "sha256"},
      "conversion", "steps", "options" (as applied, defaults included), "checks", "tools"}
@@ -197,6 +199,8 @@ def main(job: dict) -> dict:
         if leftover != job["out_file"]:
             _remove(os.path.join(job["out_dir"], leftover))
     io = work.io(final)
+    if params.get("counterpart"):
+        work.compare_counterpart(final, params["counterpart"])
     return {
         "output": {"file": job["out_file"], "format": params["to"], "precision": the_plan["precision"], **io,
                    "bytes": os.path.getsize(final), "sha256": model_files.sha256(final)},
@@ -830,6 +834,51 @@ class _Work:
         self.tools["tensorrt"] = _version("tensorrt")
         self.checks["trt"] = info if isinstance(info, dict) else {}
         return out
+
+    # -- the model's own variant made by the same conversion ---------------------------------------
+
+    def compare_counterpart(self, path: str, other: dict) -> None:
+        """checks["counterpart"]: the output against the variant the model already has from the same
+        conversion of the same source (what a user reproducing it compares with). A converter's
+        bytes differ from CPU to CPU (its kernels pick instructions by what the CPU has), so equal
+        bytes are reported, not required: the two are judged by their outputs on the check inputs,
+        as the conversion is judged against its source (fp: max abs diff within -O atol; int8:
+        top-1 agreement, where the outputs are scores). Recorded, never failing the compile."""
+        from .. import model as model_files
+
+        to, precision = self.job["params"]["to"], self.plan["precision"]
+        check = {"variant": other["variant"], "sha256": other["sha256"],
+                 "identical_bytes": model_files.sha256(path) == other["sha256"]}
+        self.checks["counterpart"] = check
+        if to == "onnx":
+            specs, _ = self.onnx_specs(path)
+
+            def outputs(file, batch):
+                return self.run_onnx(file, batch)
+        elif to == "tflite":
+            specs, _ = self.tflite_specs(path)
+
+            def outputs(file, batch):
+                return self._run_tflite(file, [batch[s["name"]] for s in specs])
+        else:
+            check.update(passed=True if check["identical_bytes"] else None,
+                         not_judged=None if check["identical_bytes"] else f"{to} files are not run by the conversion")
+            return
+        first = (specs[0].get("shape") or [None])[0] if specs else None
+        fixed = first if isinstance(first, int) and first > 0 else None
+        batches = self.check_batches(specs, fixed) if precision == "int8" else [self.check_batch(specs, fixed or 3)]
+        want = _concat([outputs(other["file"], b) for b in batches])
+        got = _concat([outputs(path, b) for b in batches])
+        check.update(max_abs_diff=_max_diff(want, got), samples=sum(len(next(iter(b.values()))) for b in batches))
+        if precision == "int8":
+            least = float(self.options.get("min_top1_agreement", 0.95))
+            agreement = _agreement(want, got)
+            check.update(top1_agreement=agreement, min_top1_agreement=least,
+                         passed=None if agreement is None else agreement >= least - 1e-12)
+            if agreement is None:
+                check["not_judged"] = "the first output is not [N, classes] scores, so top-1 agreement is not measured"
+        else:
+            check.update(atol=self.atol, passed=check["max_abs_diff"] <= self.atol)
 
     # -- what the output takes and gives --------------------------------------------------------
 

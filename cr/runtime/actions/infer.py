@@ -130,7 +130,8 @@ def _stream(opened, params: dict) -> tuple[list, dict]:
             return {"detections": dets}, seconds
         return {"top": _classes(row, k, names)}, seconds
 
-    return run_stream(params["stream"], predict, params.get("annotate"), params.get("max_frames"))
+    return run_stream(params["stream"], predict, params.get("annotate"), params.get("max_frames"),
+                      strict=bool(params.get("strict")))
 
 
 def run(job: dict) -> dict:

@@ -1,0 +1,141 @@
+"""The worker side of a campaign, whatever the executor: what a machine does with a job's
+payload (cr.campaign.wire) it was sent.
+
+    slots = GpuSlots(placement.gpu_count(platform))   # once per worker process
+    outcome = run_payload(payload, {"name": "pi", ...}, trust=False, gpus=slots)
+
+run_payload checks the archive's sha256, unpacks it into this machine's CR_HOME and sets
+the solution up (once per archive: the archive cache), then runs the job's actions
+(cr.campaign.jobs.run_here); a GPU job runs in a child cr process that sees one GPU
+(CUDA_VISIBLE_DEVICES), so jobs on different GPUs of one machine run side by side. The
+outcome is in wire form (latencies as bytes) and never an exception: a damaged archive, a
+bad job or a failed run is a failed outcome naming the worker.
+
+A Dask worker calls it from cr.campaign.cluster.job_entry; a Ray task or a batch job
+would call it the same way. Nothing here imports a scheduler.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+from contextlib import contextmanager
+
+from ..errors import CRError
+from . import wire
+
+_archives: dict[str, str] = {}  # archive sha256 -> the solution ref it holds (unpacked and set up here)
+_archive_lock = threading.Lock()
+
+
+class GpuSlots:
+    """The GPU indices of this machine not in use; take() lends one for a job."""
+
+    def __init__(self, count: int):
+        self._free = list(range(count))
+        self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        return len(self._free)
+
+    @contextmanager
+    def take(self):
+        with self._lock:
+            index = self._free.pop(0) if self._free else 0
+        try:
+            yield index
+        finally:
+            with self._lock:
+                self._free.append(index)
+
+
+def worker_info(name: str, platform, gpus: int) -> dict:
+    """What a worker tells the coordinator about itself: name, host, platform, description, GPUs."""
+    from .jobs import describe
+
+    return {"name": name, "host": socket.gethostname(), "platform": platform.to_dict(), "markers": platform.markers(),
+            "description": describe(platform), "gpus": gpus}
+
+
+def failed(message: str, hint: str | None = None) -> dict:
+    """A failed outcome that ran nothing."""
+    from ..results.record import now
+
+    return {"status": "failed", "records": [], "error": {"message": message, "hint": hint}, "started": now(), "ended": now()}
+
+
+def run_payload(payload: dict, info: dict, trust: bool = False, gpus: GpuSlots | None = None) -> dict:
+    """Run one job's payload here; the outcome in wire form, with "worker" ({name, host,
+    platform} of info, and "gpu" for a GPU job). info: worker_info() of this worker."""
+    if payload.get("kind") == "noop":  # dispatch measurement: the round trip only
+        return {"status": "ok", "records": [], "error": None, "worker": {"name": info["name"]}}
+    outcome = _run(payload, info, trust, gpus)
+    outcome["worker"] = {**{k: info.get(k) for k in ("name", "host", "platform")}, **outcome.get("worker", {})}
+    return outcome
+
+
+def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
+    from .spec import CampaignJob
+
+    data = payload.get("archive") or b""
+    got = hashlib.sha256(data).hexdigest()
+    if got != payload.get("sha256"):
+        return failed(f"archive verification failed on worker {info['name']}: sha256 {got[:16]}..., expected "
+                      f"{str(payload.get('sha256'))[:16]}...", "the archive was damaged on the way; the coordinator packs it again on the next run")
+    try:
+        job = CampaignJob.from_dict(payload.get("job"))
+    except CRError as exc:
+        return failed(f"worker {info['name']} was sent a job it cannot read: {exc.message}", exc.hint)
+    try:
+        ref = set_up(data, got, trust)
+    except CRError as exc:
+        return failed(f"setting up the solution on worker {info['name']} failed: {exc.message}", exc.hint)
+    if job.uses_gpu and gpus is not None:
+        return _on_gpu(job, ref, gpus)
+    from .jobs import run_here
+
+    return wire.to_wire(run_here(job, ref, init=False))
+
+
+def set_up(data: bytes, sha: str, trust: bool) -> str:
+    """Unpack the archive into this worker's CR_HOME and init the solution, once per archive;
+    the solution's ref."""
+    from ..paths import ensure_home
+    from ..run import solution
+
+    with _archive_lock:
+        if sha in _archives:
+            return _archives[sha]
+        folder = ensure_home() / "campaign-archives"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{sha[:16]}.cr.zip"
+        if not path.is_file():
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        report = solution.init(str(path), trust=trust)
+        _archives[sha] = report["solution"]
+        return report["solution"]
+
+
+def _on_gpu(job, ref: str, gpus: GpuSlots) -> dict:
+    """A GPU job in a child cr process (cr.campaign.execute) that sees one GPU."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with gpus.take() as index, tempfile.TemporaryDirectory(prefix="cr-gpu-job-") as out:
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(index)}
+        request = {"job": job.to_dict(), "ref": ref, "out_dir": out}
+        done = subprocess.run([sys.executable, "-m", "cr.campaign.execute"], input=json.dumps(request),
+                              capture_output=True, text=True, env=env)
+        try:
+            outcome = wire.to_wire(wire.from_files(json.loads(done.stdout), out))
+        except (ValueError, CRError) as exc:
+            outcome = failed(f"the job's process on GPU {index} ended with exit code {done.returncode}: "
+                             f"{getattr(exc, 'message', '') or done.stderr[-500:]}")
+    outcome["worker"] = {"gpu": index}
+    return outcome
