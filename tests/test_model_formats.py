@@ -132,7 +132,7 @@ def test_choosing_a_variant_names_the_unknown_format():
     meta = {"kind": "model", "name": "m", "format": "onnx", "variants": [{"name": "mine", "format": "my-format"}]}
     with pytest.raises(CRError) as info:
         variants.choose(meta, ("onnx",), "mine", backend="backend 'onnxruntime'", ref="model:m@1.0.0")
-    assert "model:m@1.0.0 is in format 'my-format', which no registered backend loads" in info.value.message
+    assert "variant 'mine' of model:m@1.0.0 is in format 'my-format', which no registered backend loads" in info.value.message
     # a variant in a format some backend loads keeps the plain answer: use that backend
     with pytest.raises(CRError, match="which backend 'tflite' does not load"):
         variants.choose(meta, ("tflite",), "onnx", backend="backend 'tflite'", ref="model:m@1.0.0")

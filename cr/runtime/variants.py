@@ -62,7 +62,7 @@ def choose(meta: dict, formats: tuple[str, ...] | list[str] | None, name: str | 
     if name is not None:
         chosen = effective(meta, name)
         if formats is not None and chosen.get("format") not in formats:
-            _refuse_unknown([chosen.get("format")], ref)
+            _refuse_unknown([chosen.get("format")], f"variant {name!r} of {ref}")
             raise CRError(
                 f"variant {name!r} of {ref} is {chosen.get('format')}, which {backend} does not load",
                 hint=f"{backend} loads {', '.join(formats)}; variants: " + _listing(meta),
@@ -80,9 +80,9 @@ def choose(meta: dict, formats: tuple[str, ...] | list[str] | None, name: str | 
     return (fp32 or loadable)[0]
 
 
-def _refuse_unknown(fmts: list, ref: str) -> None:
-    """CRError when no registered backend (nor converter) handles any of fmts: then the
-    fix is a backend for the format, not another --backend among those that exist."""
+def _refuse_unknown(fmts: list, what: str) -> None:
+    """CRError when no registered backend (nor converter) handles any of fmts (the formats
+    of what): then the fix is a backend for the format, not another --backend."""
     from . import registry
 
     loads = registry.formats()
@@ -90,7 +90,7 @@ def _refuse_unknown(fmts: list, ref: str) -> None:
     if problems and all(problems):
         unknown = ", ".join(repr(f) for f in dict.fromkeys(fmts))
         raise CRError(
-            f"{ref} is in format {unknown}, which no registered backend loads; backends: {registry.describe_formats(loads)}",
+            f"{what} is in format {unknown}, which no registered backend loads; backends: {registry.describe_formats(loads)}",
             hint="install or register a backend whose FORMATS include it (docs/howto-add-a-backend.md), "
                  "or check the meta's format for a typo",
         )
