@@ -84,7 +84,9 @@ def new(kind, name, version, tags, repo, description, as_json):
 @click.argument("target", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def check(target, as_json):
-    """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF."""
+    """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF.
+
+    A model format that no registered backend loads is a warning, not a problem."""
     from ..api import check as api_check
     from ..store.refs import parse_ref_words
 
