@@ -1,71 +1,51 @@
-"""Small file-system helpers shared across the package: atomic writes and hashing."""
+"""Small file-system helpers shared across the package: atomic (streamed) writes and hashing."""
 from __future__ import annotations
 
-import _thread
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import StoreError
 
-_umask: int | None = None
-_umask_lock = _thread.allocate_lock()  # threading's Lock, without importing threading
+WRITE_HINT = "check free disk space and that the folder is writable, or set CR_HOME elsewhere"
 
 
-def umask() -> int:
-    """This process's umask, read once (the files cr writes get 0666 & ~umask, as open() gives).
+@contextmanager
+def atomic_file(path, mode: str = "wb", durable: bool = False, prefix: str | None = None, suffix: str = ".tmp",
+                hint: str = WRITE_HINT, encoding: str | None = None, newline: str | None = None):
+    """A file to write path through: readers see the old file or the whole new one, never a part.
 
-    Read from /proc/self/status ("Umask:") where the kernel offers it, which changes
-    nothing; elsewhere os.umask is set and put back, once, under a lock and at import
-    (before a program's threads create files), so that no thread sees it changed.
+        with atomic_file(path, "w", encoding="utf-8") as f:   # streamed: write in as many chunks as needed
+            f.write(...)
+
+    The block writes a new temp file beside path (<prefix><random><suffix>, prefix default
+    ".<name>."; a caller that sweeps its own leftovers names them so that it knows them);
+    when the block ends normally the file is closed and renamed over path, and when it
+    raises the temp file is removed and path is left as it was. The file gets the mode
+    open() would give (0666 under the umask), not mkstemp's 0600. durable=True fsyncs the
+    data before the rename and the folder after it, so that not even a power loss leaves a
+    half-written file (results, repos.json); without, a killed process still cannot.
+    Any OSError (the folder, the disk, the rename) becomes a StoreError naming path, with hint.
     """
-    global _umask
-    if _umask is None:
-        with _umask_lock:
-            if _umask is None:
-                _umask = _read_umask()
-    return _umask
-
-
-def _read_umask() -> int:
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8) & 0o777
-    except (OSError, ValueError, IndexError):
-        pass
-    old = os.umask(0o022)
-    os.umask(old)
-    return old & 0o777
-
-
-umask()  # at import: see umask()
-
-
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write data to path so that readers see the old or the new file, never a mix.
-
-    A temp file in the same directory is renamed over path. With durable=True the data
-    and the directory entry are fsynced, so a crash or power loss cannot leave a
-    half-written file (used for repos.json and results); component metas skip the
-    fsync, which makes bulk creation 100x faster and is still crash-safe for the process.
-    """
-    import tempfile  # here, not at the top: commands that only read never pay for it
-
     path = Path(path)
+    head = f".{path.name}." if prefix is None else prefix
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        for _ in range(100):
+            tmp = path.parent / f"{head}{os.urandom(6).hex()}{suffix}"
+            try:
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"no free temporary name in {path.parent}")
     except OSError as exc:
-        raise StoreError(
-            f"cannot write {path} ({exc.strerror or exc})",
-            hint="check that the directory exists and is writable, or set CR_HOME elsewhere",
-        ) from None
+        raise _write_error(path, exc, hint) from None
     try:
-        _chmod_default(fd, tmp)  # mkstemp's files are 0600: give the one open() would
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as f:
+            yield f
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
@@ -82,19 +62,23 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
         except OSError:
             pass
         if isinstance(exc, OSError):  # disk full, I/O error: a user-fixable problem, not a bug
-            raise StoreError(
-                f"cannot write {path} ({exc.strerror or exc})",
-                hint="check free disk space and permissions, or set CR_HOME elsewhere",
-            ) from exc
+            raise _write_error(path, exc, hint) from exc
         raise
 
 
-def _chmod_default(fd: int, path: str) -> None:
-    mode = 0o666 & ~umask()
-    if hasattr(os, "fchmod"):
-        os.fchmod(fd, mode)
-    else:
-        os.chmod(path, mode)
+def _write_error(path: Path, exc: OSError, hint: str) -> StoreError:
+    return StoreError(f"cannot write {path} ({exc.strerror or exc})", hint=hint)
+
+
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write data to path so that readers see the old or the new file, never a mix.
+
+    atomic_file in one write. durable=True (the default) fsyncs the data and the directory
+    entry (repos.json, results); component metas skip the fsync, which makes bulk creation
+    100x faster and is still crash-safe for the process.
+    """
+    with atomic_file(path, durable=durable) as f:
+        f.write(data)
 
 
 def json_bytes(data: object) -> bytes:

@@ -112,7 +112,7 @@ def test_build_counts_rows_and_warns_about_non_records(store, tmp_path):
     assert any("lock.json: skipped, not a reefkit result record" in w for w in reporter.warnings)
     index = _load_js(tmp_path / "site" / "data" / "index.js", "CR_DATA_INDEX")
     rows = _rows(index)
-    onnx_laptop = [r for r in rows if r["backend"] == "onnxruntime" and r["platform_label"] == "Dell Inc. Latitude 7430"
+    onnx_laptop = [r for r in rows if r["backend"] == "onnxruntime" and r["platform_label"] == "Dell Inc. Latitude 7430 (linux/x86_64, 10 cores)"
                    and r["name"] == "lenet-digits"]
     assert len(onnx_laptop) == 1 and onnx_laptop[0]["runs"] == 3  # the old run counts, but is not shown
     assert onnx_laptop[0]["bench_uid"] == store[1]["x86-laptop/onnxruntime/onnx/bench"]
@@ -253,7 +253,7 @@ def test_leaderboard_lists_filters_and_sorts(page, site):
     page.select_option("select[data-filter=backend]", "tflite")
     assert page.locator("#leaderboard tbody tr[data-row]").count() == 4
     assert set(page.locator("#leaderboard td[data-col=backend]").all_text_contents()) == {"tflite 2.3.0"}
-    page.select_option("select[data-filter=platform]", label="Raspberry Pi 4 Model B (3)")
+    page.select_option("select[data-filter=platform]", label="Raspberry Pi 4 Model B (linux/aarch64, 4 cores) (3)")
     assert page.locator("#leaderboard tbody tr[data-row]").count() == 2
     page.click("text=Clear filters")
     assert page.locator("#leaderboard tbody tr[data-row]").count() == 8
@@ -280,7 +280,7 @@ def test_pareto_plot_draws_every_point(page, site):
     _shot(page, "pareto")
     page.select_option("select[data-control=x-axis]", "throughput")
     _wait(page, "() => !!document.querySelector('#pareto-canvas') && window.CR_DASHBOARD.paretoPoints === 7")
-    page.select_option("select[data-filter=platform]", label="Raspberry Pi 4 Model B (3)")
+    page.select_option("select[data-filter=platform]", label="Raspberry Pi 4 Model B (linux/aarch64, 4 cores) (3)")
     page.wait_for_selector("#pareto[data-points='3']")
     assert not page.problems
 

@@ -258,14 +258,15 @@ def test_a_benchmark_only_row_shows_its_model_task(page, views):
 def test_runs_that_differ_only_in_threads_are_two_rows_with_their_config(page, views):
     rows = _rows(_load_js(views[0] / "data" / "index.js", "CR_DATA_INDEX"))
     pi = [r for r in rows if r["name"] == "lenet-digits" and r["platform_label"].startswith("Raspberry")]
-    assert sorted(r["config"] for r in pi) == ["threads=1", "threads=2"]
+    assert sorted(r["config"] for r in pi) == ["threads=1 batch=1", "threads=2 batch=1"]
     assert all(r["top1"] == pytest.approx(0.9806) and r["runs"] == 2 for r in pi)  # the one validation joins both
     assert {r["bench_uid"] for r in pi} == {views[2]["pi/threads1"], views[2]["pi/threads2"]}
     _open(page, views, "#/leaderboard")
     page.wait_for_selector("#leaderboard tbody tr[data-row]")
     configs = page.locator("#leaderboard td[data-col=scenario] [data-part=config]").all_text_contents()
-    assert sorted(configs) == ["threads=1", "threads=2"]
-    page.select_option("select[data-filter=config]", "threads=2")
+    assert sorted(c for c in configs if "threads" in c) == ["threads=1 batch=1", "threads=2 batch=1"]
+    assert set(configs) == {"batch=1", "threads=1 batch=1", "threads=2 batch=1"}  # every benchmark: the batch that ran
+    page.select_option("select[data-filter=config]", "threads=2 batch=1")
     assert page.locator("#leaderboard tbody tr[data-row]").count() == 1
     _open(page, views, f"#/result/{views[2]['pi/threads1']}")
     page.wait_for_selector("table.runs")
@@ -275,21 +276,27 @@ def test_runs_that_differ_only_in_threads_are_two_rows_with_their_config(page, v
 
 
 def test_config_cell_names_what_differs_and_leaves_defaults_out():
-    from cr.dashboard.records import config_label
+    from cr.dashboard.records import SHOWN_BESIDE, summarise, F
+
+    def cell(record):
+        return summarise(record)[F["config"]]
 
     rec = sample.benchmark_record("m", "onnxruntime", "onnx", "fp32", sample.PI4, [1, 2, 3], uid="0" * 16,
                                   started="2026-12-01T10:00:00.000Z")
-    assert config_label(rec, "single-stream") == ""  # the action's defaults, measurement knobs, columns of their own
+    assert cell(rec) == "batch=1"  # the batch that ran; no default, measurement knob or column of its own
+    assert set(SHOWN_BESIDE) == {"scenario", "split"}  # the leaderboard's cell shows the scenario above it
     rec["config"].update(threads=2, batch_size=4, engine="loadgen", include_preprocess=True, target_qps=50,
-                         backend_options={"intra_op_num_threads": 1})
-    assert config_label(rec, "single-stream") == "threads=2 batch=4 engine=loadgen include_preprocess=true intra_op_num_threads=1"
-    assert "target_qps=50" in config_label(rec, "server") and "samples_per_query" not in config_label(rec, "server")
-    assert "samples_per_query=8" in config_label(rec, "multi-stream")
+                         backend_options={"intra_op_num_threads": 1}, max_duration_s=25, warmup_max_s=5)
+    assert cell(rec) == "threads=2 batch=4 engine=loadgen include_preprocess=true intra_op_num_threads=1"
+    rec["config"]["scenario"] = "server"
+    assert "target_qps=50" in cell(rec) and "samples_per_query" not in cell(rec)
+    rec["config"]["scenario"] = "multi-stream"
+    assert "samples_per_query=8" in cell(rec)
     val = sample.validate_record("m", "onnxruntime", "onnx", "fp32", sample.PI4, 0.9, uid="0" * 16,
                                  started="2026-12-01T10:00:00.000Z")
-    assert config_label(val) == ""
+    assert cell(val) == ""
     val["config"]["limit"] = 100
-    assert config_label(val) == "limit=100"
+    assert cell(val) == "limit=100"
 
 
 def test_a_configuration_with_only_run_results_has_a_row(tmp_path):

@@ -7,7 +7,12 @@
     store/          components, repositories, the index: nothing above it
     runtime/        the device side, run in the measured child: only itself, errors, events,
                     fsutil, and the raw-latency codec (cr.results.latencies, standard library)
-    errors, events, fsutil, paths, __about__, jsonio, scratch, procs   the foundation
+    errors, events, fsutil, paths, __about__, jsonio, scratch, procs, sqlcache, textsafe
+                    the foundation: every module at the top of cr/ but api.py; they import
+                    only each other (and the standard library)
+
+No module imports a private name (`_x`) of another module, nor reaches one through a module
+it imported (`host._clean_env()`): what other modules use is public, and named so.
 
 Every import counts, also those inside functions (cr imports lazily for start-up time:
 a lazy import is still a dependency). docs/architecture.md explains each rule.
@@ -15,12 +20,14 @@ a lazy import is still a dependency). docs/architecture.md explains each rule.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 CR = Path(__file__).resolve().parents[1] / "cr"
-FOUNDATION = {"cr.errors", "cr.events", "cr.fsutil", "cr.paths", "cr.__about__", "cr.jsonio", "cr.scratch", "cr.procs"}
+FOUNDATION = {"cr.errors", "cr.events", "cr.fsutil", "cr.paths", "cr.__about__", "cr.jsonio", "cr.scratch", "cr.procs",
+              "cr.sqlcache", "cr.textsafe"}
 # What the device side may use besides itself: the wire format of raw latencies.
 RUNTIME_MAY_IMPORT = {"cr.errors", "cr.events", "cr.fsutil", "cr.results.latencies"}
 # Packages (or top-level modules) below each one; nothing may import a package not below it.
@@ -175,24 +182,75 @@ def test_the_facade_only_re_exports():
     assert not defined, f"cr/api.py defines {defined}: implementation belongs in the owning module"
 
 
-def test_no_private_names_are_imported_across_packages():
-    bad = []
+def test_the_foundation_imports_nothing_above_it():
+    modules = {_module_name(path) for path in CR.glob("*.py")} - {"cr", "cr.api", "cr.__main__"}
+    assert modules == FOUNDATION, "a module at the top of cr/ is a floor module: list it in FOUNDATION " \
+        f"(and docs/architecture.md), or move it into its package: {sorted(modules ^ FOUNDATION)}"
+    bad = [f"{_where(s, line)} imports {t}" for s, line, t in EDGES if s in FOUNDATION and t not in FOUNDATION]
+    assert not bad, "the foundation imports only itself (and the standard library):\n" + "\n".join(bad)
+
+
+# Private names still imported from another module: the issue 23 renovation moves these
+# files; each line goes when its import does (the test fails on a stale line, so the list
+# only shrinks). Nothing may be added.
+PRIVATE_IMPORTS_LEFT = {
+    "cr/campaign/dask_executor.py imports _quiet_logs from cr.campaign.cluster",
+    "cr/cli/profile.py imports _conclude from cr.cli.actions",
+    "cr/cli/profile.py imports _kept from cr.cli.actions",
+    "cr/cli/profile.py imports _one from cr.cli.actions",
+    "cr/cli/profile.py imports _status from cr.cli.actions",
+    "cr/run/profile.py imports _where from cr.run.actions",
+    "cr/run/solution.py imports _source_variant from cr.run.compile",
+}
+
+
+def _private_uses() -> list[tuple[str, str]]:
+    """(where, what) of every private name a module takes from another cr module: imported
+    (`from .x import _y`) or reached through a module it imported (`x._y`)."""
+    found = []
     for path in sorted(CR.rglob("*.py")):
         if "_data" in path.parts:
             continue
         source = _module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         package = source if path.name == "__init__.py" else source.rpartition(".")[0]
+        modules: dict[str, str] = {}  # local name -> the cr module it is bound to
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module is not None:
+            if isinstance(node, ast.Import):
+                modules.update({a.asname: a.name for a in node.names if a.asname and a.name.startswith("cr.")})
+            elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = package.split(".")
-                    module = ".".join(base[: len(base) - (node.level - 1)] + [node.module])
+                    module = ".".join(base[: len(base) - (node.level - 1)] + ([node.module] if node.module else []))
                 else:
-                    module = node.module
-                if not module.startswith("cr.") or _package(module) == _package(source):
+                    module = node.module or ""
+                if module != "cr" and not module.startswith("cr."):
                     continue
-                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
-                if private:
-                    bad.append(f"{_where(source, node.lineno)} imports {', '.join(private)} from {module}")
-    assert not bad, "\n".join(bad)
+                for a in node.names:
+                    if _existing(f"{module}.{a.name}") == f"{module}.{a.name}":
+                        modules[a.asname or a.name] = f"{module}.{a.name}"
+                    elif a.name.startswith("_") and not a.name.startswith("__") and module != source:
+                        found.append((f"{_where(source, node.lineno)}", f"imports {a.name} from {module}"))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                    and node.attr.startswith("_") and not node.attr.startswith("__") and modules[node.value.id] != source):
+                found.append((_where(source, node.lineno), f"uses {modules[node.value.id]}.{node.attr}"))
+    return found
+
+
+def test_the_private_name_reader_sees_both_forms(tmp_path, monkeypatch):
+    pkg = tmp_path / "cr"
+    (pkg / "a").mkdir(parents=True)
+    for name in ("__init__.py", "a/__init__.py", "a/x.py"):
+        (pkg / name).write_text("")
+    (pkg / "a" / "y.py").write_text("from .x import _hidden, shown\nfrom . import x\nx._inner()\nx.public()\n")
+    monkeypatch.setattr(sys.modules[__name__], "CR", pkg)
+    assert sorted(what for _, what in _private_uses()) == ["imports _hidden from cr.a.x", "uses cr.a.x._inner"]
+
+
+def test_no_module_takes_a_private_name_of_another():
+    found = {f"{where.partition(':')[0]} {what}" for where, what in _private_uses()}
+    new = sorted(f"{where} {what}" for where, what in _private_uses() if f"{where.partition(':')[0]} {what}" not in PRIVATE_IMPORTS_LEFT)
+    assert not new, "make the name public in its module (and name it so), or move the code:\n" + "\n".join(new)
+    stale = sorted(PRIVATE_IMPORTS_LEFT - found)
+    assert not stale, "no longer true: delete from PRIVATE_IMPORTS_LEFT:\n" + "\n".join(stale)

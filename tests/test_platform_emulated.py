@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cr.dashboard.records import platform_label
+from cr.results.summary import platform_description
 from helpers.dashboard import browser, page  # noqa: F401  (fixtures: Debian Chromium, skipped without it)
 from cr.platform import Platform, detect, parse
 from cr.software.recipe import Recipe
@@ -119,8 +119,8 @@ def test_cli_says_emulated(run_cr):
 def test_dashboard_label_never_passes_an_emulated_pi_for_a_real_one():
     real = detect(FIXTURES / "rpi4-64").to_dict()
     emulated = detect(FIXTURES / "qemu-rpi4-64").to_dict()
-    assert platform_label(real) == "Raspberry Pi 4 Model B"
-    assert platform_label(emulated) == "Raspberry Pi 4 Model B [emulated: qemu-user aarch64 on x86_64]"
+    assert platform_description(real) == "Raspberry Pi 4 Model B (linux/aarch64, 4 cores)"
+    assert platform_description(emulated) == "Raspberry Pi 4 Model B (linux/aarch64, 2 cores) [emulated: qemu-user aarch64 on x86_64]"
 
 
 @pytest.mark.parametrize("path,expected", [
@@ -308,11 +308,13 @@ def test_dashboard_shows_emulated_and_real_pi_apart(tmp_path, page):
         set_reporter(old)
     rows = _rows(_load_js(tmp_path / "dash" / "data" / "index.js", "CR_DATA_INDEX"))
     assert sorted(r["platform_label"] for r in rows) == [
-        "Raspberry Pi 4 Model B", "Raspberry Pi 4 Model B [emulated: qemu-user aarch64 on x86_64]"]
+        "Raspberry Pi 4 Model B (linux/aarch64, 2 cores) [emulated: qemu-user aarch64 on x86_64]",  # the host's cores
+        "Raspberry Pi 4 Model B (linux/aarch64, 4 cores)"]
     assert len({r["platform"] for r in rows}) == 2
     _open(page, (tmp_path / "dash",), "#/leaderboard")
     page.wait_for_selector("#leaderboard tbody tr[data-row]")
     cells = page.locator("#leaderboard td[data-col=platform_label]").all_text_contents()
-    assert sorted(c.strip() for c in cells) == ["Raspberry Pi 4 Model B", "Raspberry Pi 4 Model B emulated"]
+    assert sorted(c.strip() for c in cells) == ["Raspberry Pi 4 Model B (linux/aarch64, 2 cores) emulated",
+                                                "Raspberry Pi 4 Model B (linux/aarch64, 4 cores)"]
     assert page.locator("#leaderboard [data-part=emulated]").count() == 1
     assert not page.problems

@@ -61,10 +61,11 @@ def test_four_configurations_pack_four_references_and_each_reproduces_against_it
     report = json.loads(_ok(run_cr("reproduce", packed["archive"], "--json", env=other, timeout=300)).stdout)
     assert report["outcome"] == "PASS" and report["checks"] == [] and report["unmatched"] == []
     rows = report["performance"]
-    assert sorted(r["config"] for r in rows) == sorted(f"{s} threads={t} batch=1" for s, t in CONFIGS)
+    # the label names every setting that ran: these ran on synthetic inputs
+    assert sorted(r["config"] for r in rows) == sorted(f"{s} threads={t} batch=1 inputs=synthetic" for s, t in CONFIGS)
     for row in rows:
         ref = by_uid[row["reference_uid"]]  # compared with the reference of its own configuration
-        assert f"{ref['config']['scenario']} threads={ref['config']['threads']} batch=1" == row["config"]
+        assert f"{ref['config']['scenario']} threads={ref['config']['threads']} batch=1 inputs=synthetic" == row["config"]
         assert row["p50_ns"]["reference"] == ref["metrics"]["latency_ns"]["p50"]
         assert row["p50_ns"]["here"] and row["p50_ns"]["ratio"] and row["samples_per_s"]["ratio"]
         here = json.loads(_ok(run_cr("results", "show", row["here_uid"], "--json", env=other)).stdout)

@@ -279,9 +279,9 @@ def clip(tmp_path_factory):
     import numpy as np
     from PIL import Image
 
-    from cr.runtime.model import _package_dirs
+    from cr.runtime.model import package_dirs
 
-    skimage = _package_dirs("scikit-image")[0] / "data"
+    skimage = package_dirs("scikit-image")[0] / "data"
     path = tmp_path_factory.mktemp("video") / "clip.mp4"
     writer = imageio.get_writer(str(path), fps=5, codec="libx264", quality=8)
     for name in ("astronaut.png", "astronaut.png", "coffee.png", "coffee.png", "camera.png", "camera.png"):

@@ -186,9 +186,9 @@ def test_efficientnet_lite0_compiled_to_onnx_agrees_with_torch_on_the_photos(run
 @pytest.mark.slow
 def test_face_detection_finds_the_astronauts_face(run_cr):
     pytest.importorskip("ai_edge_litert")
-    from cr.runtime.model import _package_dirs
+    from cr.runtime.model import package_dirs
 
-    if not _package_dirs("mediapipe"):
+    if not package_dirs("mediapipe"):
         pytest.skip("mediapipe (its model files) is not installed: pip install --no-deps mediapipe==0.10.14")
     done = run_cr("validate", "model", "face-detection", "--backend", "tflite", "--json")
     assert done.returncode == 0, done.stderr

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..__about__ import __version__
-from ..errors import CRError, NotFound
+from ..errors import NotFound
 from ..events import reporter
+from ..fsutil import atomic_file
 from .collect import Item, check_lock, collect, exclusions, file_plan
 from .hostpaths import Scrubber
 from .format import (
@@ -278,44 +279,17 @@ def _zipinfo(name: str, size: int) -> zipfile.ZipInfo:
 
 def _write(target: Path, entries: list[Entry], manifest: dict, task: str) -> None:
     total = sum(e.size() for e in entries)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _new_file(target.parent, _partial_prefix(target))
-    except OSError as exc:
-        raise CRError(f"cannot write {target} ({exc.strerror or exc})", hint="give another place with -o") from None
     done = 0
-    try:
-        with os.fdopen(fd, "w+b") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL) as zf:
-            for entry in entries:
-                size, sha = _add(zf, entry, lambda n: reporter().progress(task, done + n, total))
-                done += size
-                manifest["files"].append({"path": entry.name, "size": size, "sha256": sha})
-            data = manifest_bytes(manifest)
-            with zf.open(_zipinfo(MANIFEST, len(data)), "w") as dst:
-                dst.write(data)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise CRError(f"cannot write {target} ({exc.strerror or exc})", hint="check free disk space and permissions") from None
-        raise
-
-
-def _new_file(parent: Path, prefix: str) -> tuple[int, str]:
-    """(fd, path) of a new file with a random name, its mode from the umask (unlike
-    mkstemp's 0600: it becomes the archive, meant to be shared)."""
-    import secrets
-
-    for _ in range(100):
-        path = str(parent / f"{prefix}{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name in {parent}")
+    with atomic_file(target, "w+b", prefix=_partial_prefix(target),
+                     hint="check free disk space and permissions, or give another place with -o") as raw, \
+            zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL) as zf:
+        for entry in entries:
+            size, sha = _add(zf, entry, lambda n: reporter().progress(task, done + n, total))
+            done += size
+            manifest["files"].append({"path": entry.name, "size": size, "sha256": sha})
+        data = manifest_bytes(manifest)
+        with zf.open(_zipinfo(MANIFEST, len(data)), "w") as dst:
+            dst.write(data)
 
 
 def _add(zf: zipfile.ZipFile, entry: Entry, progress) -> tuple[int, str]:

@@ -18,12 +18,11 @@ from .spec import CampaignJob, run_kwargs
 
 
 def describe(platform) -> str:
-    """A short name of a platform: board or CPU, arch, GPUs."""
-    bits = [platform.board or (platform.cpu.model if platform.cpu else None) or "unknown machine", platform.arch or "?"]
-    gpus = [a.name for a in platform.accelerators]
-    if gpus:
-        bits.append(f"{len(gpus)}x {gpus[0]}")
-    return ", ".join(b for b in bits if b)
+    """A platform (a cr.platform Platform) in the words results use for it
+    (cr.results.summary.platform_description), so a worker reads as its results do."""
+    from ..results.summary import platform_description
+
+    return platform_description(platform.to_dict())
 
 
 def run_here(job: CampaignJob, ref: str, init: bool = True) -> dict:

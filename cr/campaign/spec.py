@@ -165,30 +165,73 @@ def solutions(campaign: Campaign) -> list[dict]:
     return list(found.values())
 
 
+# A campaign is counted before it is built: a matrix of 10^12 combinations would otherwise be
+# materialised (gigabytes, then a MemoryError). 100,000 jobs is days of benchmarks on one machine.
+MAX_JOBS = 100_000
+
+
+def _key(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _points(campaign: Campaign) -> list[dict]:
+    """The matrix's combinations, then each `include` entry not already among them (one set
+    lookup each: 20,000 entries took 80 s when each was compared with every point)."""
     matrix = campaign.meta.get("matrix") or {}
     keys = sorted(matrix, key=MATRIX_KEYS.index)
     points = [dict(zip(keys, values)) for values in itertools.product(*(matrix[k] for k in keys))]
+    seen = {_key(p) for p in points}
     for entry in campaign.meta.get("include") or []:
         point = {k: v for k, v in entry.items() if k in MATRIX_KEYS}
-        if point and point not in points:
+        if point and _key(point) not in seen:
+            seen.add(_key(point))
             points.append(point)
     return points
 
 
-def _excluded(point: dict, solution: str, platform: str, rules: list[dict]) -> bool:
-    full = {**point, "solution": solution, "platform": platform}
-    for rule in rules:
-        if all(_same(full.get(k), v, k) for k, v in rule.items()):
-            return True
-    return False
+def count_points(campaign: Campaign) -> int:
+    """How many settings _points would give, at most, without building them."""
+    matrix = campaign.meta.get("matrix") or {}
+    product = 1
+    for values in matrix.values():
+        product *= len(values) if isinstance(values, list) else 1
+    return product + len(campaign.meta.get("include") or [])
 
 
-def _same(have, want, key: str) -> bool:
-    if key == "solution" and isinstance(have, str):  # solution:NAME@1.0.0 matches 'NAME' and 'solution:NAME'
-        name = have.split(":", 1)[-1].split("@", 1)[0]
-        return want in (have, name, f"solution:{name}", have.split("@", 1)[0])
-    return have == want
+def check_size(campaign: Campaign, solutions_count: int) -> int:
+    """The number of combinations (before excludes); CRError naming it when above MAX_JOBS."""
+    settings, targets = count_points(campaign), len(platforms(campaign))
+    repeat = int(campaign.meta.get("repeat") or 1)
+    total = solutions_count * settings * targets * repeat
+    if total > MAX_JOBS:
+        raise CRError(f"{_where(campaign, '/matrix')}: the campaign expands to {total:,} combinations ({solutions_count} "
+                      f"solution(s) x {settings:,} setting(s) x {targets} platform(s) x {repeat} repeat(s)), more than "
+                      f"{MAX_JOBS:,}", hint="sweep fewer values at once (several campaigns), or narrow the matrix")
+    return total
+
+
+class _Rules:
+    """The `exclude` entries, grouped by the keys they name: a job is looked up once per group
+    (a set lookup), not compared with every entry."""
+
+    def __init__(self, rules: list[dict]):
+        self.groups: dict[tuple, set] = {}
+        for rule in rules:
+            keys = tuple(sorted(rule))
+            self.groups.setdefault(keys, set()).add(tuple(_key(rule[k]) for k in keys))
+
+    def excludes(self, point: dict, solution: str, platform: str) -> bool:
+        full = {**point, "platform": platform}
+        name = solution.split(":", 1)[-1].split("@", 1)[0]
+        # solution:NAME@1.0.0 is matched by 'NAME', 'solution:NAME' and 'solution:NAME@1.0.0'
+        forms = dict.fromkeys((solution, name, f"solution:{name}", solution.split("@", 1)[0]))
+        for keys, values in self.groups.items():
+            if any(k != "solution" and k not in full for k in keys):
+                continue
+            for form in (forms if "solution" in keys else (None,)):
+                if tuple(_key(form if k == "solution" else full[k]) for k in keys) in values:
+                    return True
+        return False
 
 
 def platforms(campaign: Campaign) -> dict[str, dict]:
@@ -241,14 +284,20 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
     if not sols:
         raise CRError(f"{_where(campaign, '/solutions')}: the campaign names no solution",
                       hint='add "solutions": ["solution:NAME"] (cr find solution lists them)')
+    check_size(campaign, len(sols))
     points = _points(campaign)
+    excluded = _Rules(rules)
     jobs: list[CampaignJob] = []
+    checked: set[tuple] = set()  # (solution, backend, options) already checked: one registry scan each
     for sol in sols:
         sha = component_sha256(sol["meta"])
         for point in points:
-            check_overrides(campaign, sol, point)
+            what = (sol["ref"], point.get("backend"), _key(point.get("backend_options")))
+            if what not in checked:
+                check_overrides(campaign, sol, point)
+                checked.add(what)
             for name, target in targets.items():
-                if _excluded(point, sol["ref"], name, rules):
+                if excluded.excludes(point, sol["ref"], name):
                     continue
                 target = {k: target[k] for k in ("marker", "requires") if target.get(k)}
                 for rep in range(repeat):

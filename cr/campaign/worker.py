@@ -102,6 +102,7 @@ def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
 def set_up(data: bytes, sha: str, trust: bool) -> str:
     """Unpack the archive into this worker's CR_HOME and init the solution, once per archive;
     the solution's ref."""
+    from ..fsutil import atomic_write_bytes
     from ..paths import ensure_home
     from ..run import solution
 
@@ -112,9 +113,7 @@ def set_up(data: bytes, sha: str, trust: bool) -> str:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{sha[:16]}.cr.zip"
         if not path.is_file():
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            atomic_write_bytes(path, data, durable=False)
         report = solution.init(str(path), trust=trust)
         _archives[sha] = report["solution"]
         return report["solution"]

@@ -9,6 +9,7 @@ import json
 
 import click
 
+from ..results.summary import duration_text, metric_text, throughput_text
 from . import output
 from .options import BackendOption
 
@@ -38,28 +39,6 @@ def _filters(with_limit: bool):
         return f
 
     return decorate
-
-
-def duration(ns) -> str:
-    """A latency in the unit that keeps it readable: 25.14 us, 12.34 ms, 1.234 s."""
-    if ns is None:
-        return ""
-    if ns < 1e6:
-        return f"{ns / 1e3:.2f} us"
-    if ns < 1e9:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e9:.3f} s"
-
-
-def throughput(samples_per_s, queries_per_s) -> str:
-    """'3840.0 samples/s (120.0 queries/s)'; the queries only when they differ from the samples
-    (a batch or multi-stream query holds several samples)."""
-    if samples_per_s is None:
-        return "" if queries_per_s is None else f"{queries_per_s:.1f} queries/s"
-    text = f"{samples_per_s:.1f} samples/s"
-    if queries_per_s is not None and abs(queries_per_s - samples_per_s) > 1e-6 * max(1.0, samples_per_s):
-        text += f" ({queries_per_s:.1f} queries/s)"
-    return text
 
 
 def _number(value, digits: int = 4) -> str:
@@ -119,7 +98,7 @@ def list_(as_json, campaign=None, **filters):
     table = [[
         r["uid"], _when(r["started"]), r["action"], _target(r),
         "/".join(x for x in (r["backend"], r["variant"]) if x), r["platform_description"],
-        duration(r["p50_ns"]), duration(r["p99_ns"]), throughput(r["throughput_sps"], r["throughput_qps"]),
+        duration_text(r["p50_ns"]), duration_text(r["p99_ns"]), throughput_text(r["throughput_sps"], r["throughput_qps"]),
         _number(r["top1"]), _status(r),
     ] for r in rows]
     output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "PLATFORM", "P50", "P99", "THROUGHPUT", "TOP1", "STATUS"],
@@ -134,7 +113,7 @@ def show(uid, raw, as_json):
     """Show one stored result."""
     from ..results.store import record_file
     from ..results.latencies import inline_raw
-    from ..results.summary import CONFIG_FIELDS, config_label, summarize
+    from ..results.summary import config_label, summarize
 
     store = _store()
     record = store.get(uid, raw=raw and as_json)
@@ -148,7 +127,7 @@ def show(uid, raw, as_json):
         ["uid", s["uid"]],
         ["action", s["action"]],
         ["status", _status(s)],
-        ["configuration", config_label(record, CONFIG_FIELDS[1:])],
+        ["configuration", config_label(record)],
         ["started", f"{_when(s['started'])}  ({record['started']})"],
         ["ended", f"{_when(s['ended'])}  ({record['ended']})"],
     ]
@@ -204,7 +183,7 @@ def _metric_rows(record: dict) -> list[list]:
         rows.append(["queries", f"{metrics['queries']} in {metrics.get('duration_s') or 0:.3f} s"])
     for key in ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "iqr"):
         if isinstance(lat.get(key), (int, float)):
-            rows.append([key, duration(lat[key])])
+            rows.append([key, duration_text(lat[key])])
     tp = metrics.get("throughput") or {}
     if tp.get("queries_per_s") is not None:
         rows.append(["throughput", f"{tp['queries_per_s']:.1f} queries/s, {tp.get('samples_per_s') or 0:.1f} samples/s"])
@@ -225,19 +204,6 @@ def _metric_rows(record: dict) -> list[list]:
     if parity.get("outcome"):
         rows.append(["parity", parity["outcome"]])
     return rows
-
-
-def _value(metric: dict, value) -> str:
-    if value is None:
-        return ""
-    unit = metric["unit"]
-    if unit == "ns":
-        return duration(value)
-    if unit == "bytes":
-        return f"{value / 2**20:.1f} MiB"
-    if unit in ("queries/s", "samples/s"):
-        return f"{value:.1f} {unit}"
-    return f"{value:.4f}"
 
 
 def _noise(flag) -> str:
@@ -265,7 +231,7 @@ def compare(uids, as_json):
     rows = []
     for m in report["metrics"]:
         diffs = ["" if d is None else f"{100 * d:+.1f}%" for d in m["rel_diff"][1:]]
-        rows.append([m["label"]] + [_value(m, v) for v in m["values"]] + diffs
+        rows.append([m["label"]] + [metric_text(m["unit"], v) for v in m["values"]] + diffs
                     + [" ".join(_noise(w) for w in m["within_noise"][1:])])
     labels = {c["uid"]: c["label"] for c in report.get("config") or []}
     for r in report["results"]:

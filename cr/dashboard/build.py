@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..errors import CRError
 from ..events import reporter
+from ..fsutil import atomic_file
 from . import records
 from .leaderboard import Leaderboard
 
@@ -593,23 +594,10 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """Write through a temp file and rename, so a reader never sees half a file.
-
-    Not fsutil.atomic_write_bytes: its mkstemp files are private (0600), and a site
-    is meant to be read by a web server or another user (0644 under the usual umask).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise CRError(f"cannot write {path} ({exc.strerror or exc})", hint="check free disk space and permissions of --out") from None
+    """Write through a temp file and rename (fsutil.atomic_file), so a reader never sees half a file;
+    the temp file is named <...>.<pid>.tmp, which _sweep_temp_files knows."""
+    with atomic_file(path, suffix=f".{os.getpid()}.tmp", hint="check free disk space and permissions of --out") as f:
+        f.write(data)
 
 
 def _copy_sources(out: Path, previous: list[str]) -> list[str]:

@@ -3,7 +3,7 @@
 A configuration is (solution or model, backend, variant, precision, platform): the runs of
 one configuration share one accuracy figure and one "Runs of this configuration" list. A
 leaderboard row is finer: one per benchmark scenario (single-stream and offline latencies
-are not comparable) and run configuration (records.config_label: threads, batch size,
+are not comparable) and run configuration (cr.results.summary.config_label: threads, batch size,
 engine, inputs, backend options, ...), so that two runs that differ only in their threads
 are two rows. A row joins the latest benchmark of its (scenario, config) with the latest
 validate of the same configuration on the same dataset (else the latest on any dataset);

@@ -1,8 +1,9 @@
 """Reading result records for the dashboard: one summary row and one detail file per record.
 
 This module runs in the builder's worker processes, so it imports only the standard
-library, the raw-latency codec (cr.results.latencies) and the bounds of cr.jsonio (both
-standard library only). Records are read by cr.jsonio's rules, with a faster parser: a
+library, the raw-latency codec (cr.results.latencies), the results vocabulary
+(cr.results.summary: every label a row holds) and the bounds of cr.jsonio (all standard
+library only). Records are read by cr.jsonio's rules, with a faster parser: a
 record nested deeper than cr.jsonio.MAX_DEPTH, or holding NaN or Infinity, is skipped
 (with a warning naming it) like any other file that is not valid JSON.
 Everything here is per record and touches the record once: parse, pick the summary
@@ -27,8 +28,10 @@ import stat
 from array import array
 from typing import Callable, NamedTuple
 
+from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
+from ..results.summary import config_label, dataset_label, platform_description
 from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
@@ -257,24 +260,6 @@ def _num(value):
     return float(f"{value:.6g}")
 
 
-def platform_label(platform: dict) -> str:
-    """A short human name of the machine: its board, else phone, else CPU model and arch."""
-    cpu = _dict(platform.get("cpu"))
-    android = _dict(platform.get("android"))
-    name = _str(platform.get("board")) or " ".join(_str(android.get(k)) for k in ("manufacturer", "model") if android.get(k))
-    if not name:
-        name = _str(cpu.get("model")) or "unknown machine"
-        if platform.get("arch"):
-            name += f" ({_str(platform['arch'])}"
-            name += f", {cpu['cores']} cores)" if isinstance(cpu.get("cores"), int) else ")"
-    accelerators = [a for a in platform.get("accelerators") or [] if isinstance(a, dict) and a.get("name")]
-    if accelerators:
-        name += " + " + _str(accelerators[0]["name"]) + (f" x{len(accelerators)}" if len(accelerators) > 1 else "")
-    if platform.get("emulated"):  # its own platform, never mistaken for (or ranked with) the real board
-        name += f" [emulated: {_str(platform['emulated'], 40)} {_str(platform.get('arch'), 40)} on {_str(platform.get('host_arch'), 40) or 'unknown'}]"
-    return name
-
-
 def _energy(metrics: dict):
     """Joules per sample, where the record measured it (metrics.energy.joules_per_sample or metrics.energy_j_per_sample)."""
     energy = metrics.get("energy")
@@ -289,80 +274,9 @@ def _reproduction(value) -> str:
     return _str(value, 40)
 
 
-# Configuration parameters that are not part of the "config" cell: those with columns of their
-# own (backend, variant, scenario, dataset and split) and those that say how long or how often
-# to measure rather than what (they change the precision of a figure, not the figure).
-_CONFIG_SKIP = frozenset((
-    "backend", "variant", "scenario", "dataset", "split", "backend_options",
-    "min_duration_s", "min_queries", "warmup_queries", "seed", "input_pool", "timeout_s",
-    "keep_outputs", "parity_atol",
-    "warmup_until_stable", "warmup_window", "warmup_threshold", "warmup_max_queries", "fidelity",
-))
-# Defaults that are left out of the cell (the benchmark's and validate's action defaults).
-_CONFIG_DEFAULTS = {"engine": "cr", "inputs": "auto", "include_preprocess": False, "iou_threshold": 0.5, "limit": None}
-# Parameters that apply to one scenario only (samples_per_query has a default in every config).
-_CONFIG_SCENARIO = {"samples_per_query": "multi-stream", "target_qps": "server", "latency_bound_ms": "server"}
-_CONFIG_NAMES = {"batch_size": "batch"}
-CONFIG_MAX = 200
-_NO_DEFAULT = object()
-
-
-def _value_text(value) -> str:
-    if isinstance(value, str):
-        return value[:60]
-    if isinstance(value, bool) or value is None:
-        return "true" if value is True else "false" if value is False else "null"
-    if isinstance(value, (int, float)):
-        return str(_num(value))[:60]
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)[:60]
-    except (TypeError, ValueError):
-        return str(value)[:60]
-
-
-def config_label(record: dict, scenario: str = "") -> str:
-    """The run's configuration beyond the leaderboard's own columns, as one short text:
-    "threads=2 batch=4 engine=loadgen intra_op_num_threads=1" (threads and batch first, then
-    the other parameters, then the backend's options, each sorted by name). Defaults and
-    parameters of other scenarios are left out; "" when nothing is left."""
-    config = _dict(record.get("config"))
-    parts = []
-    names = sorted(config.keys() - _CONFIG_SKIP)  # (a set operation: most of a config is skipped, in C)
-    if "batch_size" in config:
-        names.insert(0, names.pop(names.index("batch_size")))
-    if "threads" in config:
-        names.insert(0, names.pop(names.index("threads")))
-    for name in names:
-        value = config[name]
-        if value is None:
-            continue
-        default = _CONFIG_DEFAULTS.get(name, _NO_DEFAULT)
-        if value == default and type(value) is type(default):
-            continue
-        if name in _CONFIG_SCENARIO and scenario and scenario != _CONFIG_SCENARIO[name]:
-            continue
-        parts.append(f"{_CONFIG_NAMES.get(name, name)[:40]}={_value_text(value)}")
-    options = config.get("backend_options")
-    if options is None:
-        options = _dict(record.get("backend")).get("options")
-    if isinstance(options, dict):
-        parts.extend(f"{str(k)[:40]}={_value_text(options[k])}" for k in sorted(options, key=str))
-    elif options not in (None, ""):
-        parts.append(f"backend_options={_value_text(options)}")
-    return " ".join(parts)[:CONFIG_MAX]
-
-
-def dataset_label(record: dict) -> str:
-    """The dataset a run used, "digits@1.0.0 test" (its ref without "dataset:", and the split)."""
-    config, inputs = _dict(record.get("config")), _dict(record.get("inputs"))
-    ref = config.get("dataset") or inputs.get("dataset")
-    if not ref:
-        return ""
-    ref = _str(ref, 120)
-    if ref.startswith("dataset:"):
-        ref = ref[len("dataset:"):]
-    split = config.get("split") or inputs.get("split")
-    return f"{ref} {_str(split, 40)}" if split else ref
+# The site shows these beside the config cell: the scenario in the same cell, the split in
+# the dataset column (cr.results.summary.dataset_label).
+SHOWN_BESIDE = ("scenario", "split")
 
 
 def _task(record: dict, components: list, validation: dict, metrics: dict) -> str:
@@ -443,7 +357,7 @@ TABLE = (
     Field("variant", "text", lambda p: _str(p.pipeline.get("variant") or p.config.get("variant"), 80), row="key"),
     Field("precision", "text", lambda p: _str(p.pipeline.get("precision"), 40), row="key"),
     Field("platform", "text", lambda p: _str(p.platform.get("fingerprint"), 40) or "unknown", row="key"),
-    Field("platform_label", "text", lambda p: platform_label(p.platform), row="label"),
+    Field("platform_label", "text", lambda p: platform_description(p.platform), row="label"),
     Field("arch", "text", lambda p: _str(p.platform.get("arch"), 40), row="some"),
     Field("scenario", "text", lambda p: p.scenario, row="bench", runs=True),
     Field("task", "text", lambda p: _task(p.record, p.components, p.validation, p.metrics), row="task"),
@@ -463,7 +377,7 @@ TABLE = (
     # the detail file (bundle) holding the record, set by write_bundle
     Field("loc", "text", lambda p: "", row={"bench_loc": "bench", "validate_loc": "validate"}, runs=True),
     Field("dataset", "text", lambda p: dataset_label(p.record), row="validate bench"),
-    Field("config", "text", lambda p: config_label(p.record, p.scenario), row="some", runs=True),
+    Field("config", "text", lambda p: config_label(p.record, SHOWN_BESIDE, empty=""), row="some", runs=True),
     # the campaign run that made the record and the worker it ran on (cr campaign run)
     Field("campaign", "text", lambda p: _str(_dict(p.record.get("campaign")).get("name"), 130), row="bench validate", runs=True),
     Field("worker", "text", lambda p: _str(_dict(p.record.get("worker")).get("name"), 130), runs=True),
@@ -655,10 +569,8 @@ def copy_trace(record: dict, record_path: str, data_dir: str) -> str | None:
         os.close(fd)
     if len(blob) > TRACE_MAX_BYTES or hashlib.sha256(blob).hexdigest() != sha:
         return None
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    temp = f"{target}.{os.getpid()}.tmp"
-    write_file(temp, blob)
-    os.replace(temp, target)
+    with atomic_file(target, suffix=f".{os.getpid()}.tmp") as f:  # <pid>.tmp: a killed build's is swept
+        f.write(blob)
     return rel
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 from pathlib import Path
+
+from .. import procs
 
 READ_LIMIT = 8 * 1024 * 1024  # /proc/cpuinfo of a 224-thread server is ~600 KB
 
@@ -44,41 +45,20 @@ def read_text(path: str | os.PathLike, limit: int = READ_LIMIT) -> str | None:
 
 
 def run_tool(argv: list[str], timeout: float, merge_stderr: bool = False) -> tuple[int, str] | None:
-    """(exit code, stdout) of a command, or None if it cannot start.
+    """(exit code, stdout) of a command, or None if it cannot start or prints more than
+    READ_LIMIT bytes (cr.procs.run_bounded, which stops its whole process group).
 
     Raises subprocess.TimeoutExpired after killing the command's whole process group:
     a wrapper script's children must not linger holding the pipe.
     """
     try:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.DEVNULL,
-            env={**os.environ, "LC_ALL": "C", "LANG": "C"}, start_new_session=True,
-        )
+        code, out = procs.run_bounded(argv, timeout, env={**os.environ, "LC_ALL": "C", "LANG": "C"},
+                                      limit=READ_LIMIT, stderr=merge_stderr)
     except (OSError, ValueError):
         return None
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise
-    return proc.returncode, out.decode("utf-8", errors="replace")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except OSError:
-        pass
-    try:
-        if proc.stdout:
-            proc.stdout.close()
-        proc.wait(timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    except procs.Timeout:
+        raise subprocess.TimeoutExpired(argv, timeout) from None
+    return None if code is None else (code, out)
 
 
 class Source:

@@ -22,8 +22,6 @@ cannot be checked for 4-9; state_notes() says so instead of guessing.
 """
 from __future__ import annotations
 
-import json
-
 BUSY_SHARE = 0.10
 LOAD_GAP = 0.05
 FREQ_GAP = 0.05
@@ -56,10 +54,6 @@ def _num(value):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _show(value) -> str:
-    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
-
-
 def _slower_side(pair: dict) -> str | None:
     """'a' or 'b': the run the verdicts say is slower; None when they disagree or say nothing."""
     sides = set()
@@ -86,7 +80,7 @@ def _stack(record: dict) -> dict:
 def likely_causes(a: dict, b: dict, pair: dict | None = None) -> list[dict]:
     """[{"cause", "detail", "rank"}] of what differs between baseline a and b, ranked (see the
     module's doc); pair (cr.results.significance.compare_pair) gives the direction."""
-    from .summary import config_fields, summarize
+    from .summary import config_fields, field_name, field_value, summarize
 
     causes: list[tuple[int, str, str]] = []
     slower = _slower_side(pair or {})
@@ -97,7 +91,7 @@ def likely_causes(a: dict, b: dict, pair: dict | None = None) -> list[dict]:
     fa, fb = config_fields(a), config_fields(b)
     for field, cause in _CONFIG_CAUSES:
         if fa.get(field) != fb.get(field):
-            causes.append((2, cause, f"{field} {_show(fa.get(field))} (A) vs {_show(fb.get(field))} (B)"))
+            causes.append((2, cause, f"{field_name(field)} {field_value(fa.get(field))} (A) vs {field_value(fb.get(field))} (B)"))
     ka, kb = _stack(a), _stack(b)
     differ = [n for n in sorted(set(ka) & set(kb), key=str) if ka[n] != kb[n] and n != "python"]
     if differ:

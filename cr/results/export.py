@@ -9,10 +9,9 @@ import csv
 import json
 import os
 import sys
-import tempfile
-from pathlib import Path
 
-from ..errors import CRError, StoreError
+from ..errors import CRError
+from ..fsutil import atomic_file
 from .latencies import inline_raw
 from .summary import COLUMNS
 
@@ -28,24 +27,8 @@ def export(store, fmt: str, out=None, raw: bool = True, **filters) -> int:
         return _write(store, fmt, rows, sys.stdout, raw)
     if not isinstance(out, (str, os.PathLike)):
         return _write(store, fmt, rows, out, raw)
-    path = Path(out)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise StoreError(f"cannot write {path} ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
-            count = _write(store, fmt, rows, stream, raw)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise StoreError(f"cannot write {path} ({exc.strerror or exc})") from exc
-        raise
+    with atomic_file(out, "w", encoding="utf-8", newline="", hint="check free disk space and permissions") as stream:
+        count = _write(store, fmt, rows, stream, raw)
     return count
 
 

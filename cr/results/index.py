@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import sqlite3
 
+from .. import sqlcache
 from ..errors import CRError
 from .files import uid_of_file
 from .summary import COLUMNS, since_utc
 
 INDEX_FILE = "index.sqlite"
-INDEX_FORMAT = "2"  # another format: the index is dropped and rebuilt from the files
+INDEX_FORMAT = "3"  # another format: the index is dropped and rebuilt from the files (3: one platform label)
 
 ROW = ("uid", "file", "mtime_ns", "size", "action", "status", "started", "ended", "solution", "solution_name",
        "model", "model_name", "dataset", "dataset_name", "backend", "variant", "precision", "platform",
@@ -43,49 +44,15 @@ CREATE INDEX IF NOT EXISTS results_backend ON results(backend, started, uid);
 CREATE INDEX IF NOT EXISTS results_platform ON results(platform, started, uid);
 CREATE TABLE IF NOT EXISTS invalid (file TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, problem TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS dirs (shard TEXT PRIMARY KEY, stamp TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
 def connect(path) -> sqlite3.Connection:
-    """Open (creating or re-creating when of another format) the index at path."""
-    db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-    try:
-        db.execute("PRAGMA busy_timeout = 60000")
-        if info(db, "format") != INDEX_FORMAT:
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if info(db, "format") != INDEX_FORMAT:  # another process may have done it
-                    for table in ("results", "invalid", "dirs", "info"):
-                        db.execute(f"DROP TABLE IF EXISTS {table}")
-                    for stmt in _SCHEMA.split(";"):
-                        if stmt.strip():
-                            db.execute(stmt)
-                    db.execute("INSERT INTO info VALUES ('format', ?)", (INDEX_FORMAT,))
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-        # A cache of the JSON files: NORMAL (no fsync per commit in WAL mode) cannot
-        # corrupt it on a crash, and a commit lost to a power cut is redone by a reindex.
-        db.execute("PRAGMA synchronous = NORMAL")
-    except BaseException:
-        db.close()
-        raise
-    return db
+    """Open (creating or re-creating when of another format) the index at path.
 
-
-def info(db: sqlite3.Connection, key: str) -> str | None:
-    try:
-        row = db.execute("SELECT value FROM info WHERE key = ?", (key,)).fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        return None
-    return row[0] if row else None
+    A cache of the JSON files: synchronous NORMAL (no fsync per commit in WAL mode) cannot
+    corrupt it on a crash, and a commit lost to a power cut is redone by a reindex."""
+    return sqlcache.connect(path, INDEX_FORMAT, _SCHEMA, key="format", synchronous="NORMAL")
 
 
 def write(db: sqlite3.Connection, statements) -> None:

@@ -41,7 +41,6 @@ name is unique to its uid, and each insert is one short IMMEDIATE transaction.
 """
 from __future__ import annotations
 
-import functools
 import os
 import re
 import sqlite3
@@ -49,7 +48,7 @@ import time
 from array import array
 from pathlib import Path
 
-from .. import jsonio
+from .. import jsonio, sqlcache
 from ..errors import CRError, NotFound, StoreError
 from ..events import reporter
 from ..fsutil import atomic_write_bytes
@@ -96,20 +95,14 @@ def default_store() -> "ResultStore":
     return ResultStore()
 
 
-def _recovering(method):
-    """A damaged index (not a locked one) is deleted, rebuilt from the files, and asked again, once."""
+def _refill(store: "ResultStore", exc: Exception) -> None:
+    """A damaged index (not a locked one) found by a query is rebuilt from the files (the query is asked again)."""
+    if store._db is None:
+        raise exc
+    store._rebuild(exc)
 
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) or self._db is None:
-                raise
-            self._rebuild(exc)
-            return method(self, *args, **kwargs)
 
-    return wrapper
+_recovering = sqlcache.recovering(_refill)
 
 
 class ResultStore:
@@ -160,15 +153,10 @@ class ResultStore:
 
     def _rebuild(self, exc: Exception) -> None:
         """The index is a cache: a damaged one is deleted and built again from the files."""
-        reporter().warning(f"results index {self.index_path} was damaged ({exc}); rebuilding it")
         if self._db is not None:
             self._db.close()
             self._db = None
-        for suffix in ("", "-wal", "-shm"):
-            try:
-                os.unlink(str(self.index_path) + suffix)
-            except FileNotFoundError:
-                pass
+        sqlcache.discard(self.index_path, "results index", exc)
         self._db = index.connect(self.index_path)
         self._reindex(full=True)
 

@@ -1,12 +1,32 @@
-"""The summary of a result record: what the index keeps per result, list shows and CSV holds.
+"""The results vocabulary: how cr names a result, wherever it shows one.
+
+One owner for every label, so `cr results list/show`, compare, reproduce, pack, the
+dashboard and campaigns word the same run the same way:
+
+- the configuration: FIELDS, the table of run parameters (which identify a configuration,
+  in what order labels show them, their short names and defaults; a unit is part of a
+  name: latency_bound_ms);
+  config_fields / config_key / config_differences read it, config_words / config_label
+  word it ('single-stream threads=2 batch=1 intra_op_num_threads=1');
+- the platform: platform_description ('Raspberry Pi 4 Model B (linux/aarch64, 4 cores)');
+- the dataset: dataset_label ('digits@1.0.0 test');
+- values: value_text (a parameter's value), duration_text / throughput_text / metric_text
+  (measured figures with their units);
+- the summary of a record: COLUMNS / summarize, what the index keeps per result, list
+  shows and CSV holds.
 
 Every value is read defensively (a record imported from elsewhere may lack a part or hold
 another type there): what is missing or of the wrong type is None, never an exception.
+Standard library only: the dashboard builder's worker processes import this module.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import json
+import math
 import re
+from dataclasses import dataclass
 
 # Summary columns, in the order `cr results export --format csv` writes them.
 COLUMNS = (
@@ -43,9 +63,72 @@ def _component(record: dict, kind: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+def _text(value, limit: int) -> str:
+    """A string value cut to limit; '' for anything else (a label never shows a wrong type)."""
+    return value[:limit] if isinstance(value, str) else ""
+
+
+# ------------------------------------------------------------------------------- values
+
+def value_text(value) -> str:
+    """A parameter's value as labels show it: JSON's words (true, null), integral numbers
+    without '.0', others to 6 significant digits, text and objects cut to 60 characters."""
+    if isinstance(value, str):
+        return value[:60]
+    if isinstance(value, bool) or value is None:
+        return "true" if value is True else "false" if value is False else "null"
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() else f"{value:.6g}"[:60]
+    if isinstance(value, int):
+        return str(value)[:60]
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)[:60]
+    except (TypeError, ValueError):
+        return str(value)[:60]
+
+
+def duration_text(ns) -> str:
+    """A latency in the unit that keeps it readable: 25.14 us, 12.34 ms, 1.234 s ('' when unknown)."""
+    if ns is None:
+        return ""
+    if ns < 1e6:
+        return f"{ns / 1e3:.2f} us"
+    if ns < 1e9:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def throughput_text(samples_per_s, queries_per_s) -> str:
+    """'3840.0 samples/s (120.0 queries/s)'; the queries only when they differ from the samples
+    (a batch or multi-stream query holds several samples)."""
+    if samples_per_s is None:
+        return "" if queries_per_s is None else f"{queries_per_s:.1f} queries/s"
+    text = f"{samples_per_s:.1f} samples/s"
+    if queries_per_s is not None and abs(queries_per_s - samples_per_s) > 1e-6 * max(1.0, samples_per_s):
+        text += f" ({queries_per_s:.1f} queries/s)"
+    return text
+
+
+def metric_text(unit: str, value) -> str:
+    """A measured value with its unit (the units of cr.results.compare.METRICS): ns as a
+    duration, bytes in MiB, rates to 0.1, unitless ratios (top-1, noise) to 4 decimals."""
+    if value is None:
+        return ""
+    if unit == "ns":
+        return duration_text(value)
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    if unit in ("queries/s", "samples/s"):
+        return f"{value:.1f} {unit}"
+    return f"{value:.4f}"
+
+
+# ----------------------------------------------------------------------------- platform
+
 _CPU_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@\s*[\d.]+\s*[GM]Hz|\b\d+-Core\b", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=256)  # a few machines label thousands of records
 def short_cpu(model: str | None) -> str | None:
     """'Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz' -> 'Intel Xeon Gold 6338'."""
     if not model:
@@ -54,18 +137,237 @@ def short_cpu(model: str | None) -> str | None:
 
 
 def platform_description(platform) -> str:
-    """'linux/x86_64 Intel Xeon + NVIDIA H200': os/arch, board or CPU, accelerators."""
+    """The machine a result ran on, in one line that tells machines apart:
+    'Raspberry Pi 4 Model B (linux/aarch64, 4 cores)', 'Intel Xeon Gold 6338 (linux/x86_64,
+    32 cores) + NVIDIA H200 x8'; an emulated one says so, so that it is never mistaken for
+    (or ranked with) the real board: '... [emulated: qemu-user aarch64 on x86_64]'.
+
+    The name is the board, else the phone (android manufacturer and model), else the CPU
+    model without its trademarks and clock; 'unknown machine' when nothing names it."""
     if not isinstance(platform, dict):
-        return ""
-    os_arch = "/".join(x for x in (_get(platform, "os", kind=str), _get(platform, "arch", kind=str)) if x)
-    what = _get(platform, "board", kind=str) or short_cpu(_get(platform, "cpu", "model", kind=str))
-    accelerators = [a.get("name") for a in _get(platform, "accelerators", kind=list) or []
-                    if isinstance(a, dict) and isinstance(a.get("name"), str)]
-    text = " ".join(x for x in (os_arch, what) if x)
-    if accelerators:
-        text += " + " + ", ".join(accelerators)
+        platform = {}
+    cpu = platform.get("cpu")
+    cpu = cpu if isinstance(cpu, dict) else {}
+    name = _text(platform.get("board"), 100)
+    if not name and isinstance(platform.get("android"), dict):  # a phone
+        name = " ".join(x for x in (_text(platform["android"].get(k), 60) for k in ("manufacturer", "model")) if x)
+    name = name or short_cpu(_text(cpu.get("model"), 100)) or "unknown machine"
+    where = "/".join(x for x in (_text(platform.get("os"), 40), _text(platform.get("arch"), 40)) if x)
+    cores = cpu.get("cores")
+    cores = f"{cores} core{'s' if cores > 1 else ''}" if type(cores) is int and cores > 0 else ""
+    facts = ", ".join(x for x in (where, cores) if x)
+    text = f"{name} ({facts})" if facts else name
+    counts: dict[str, int] = {}
+    accelerators = platform.get("accelerators")
+    for a in accelerators if isinstance(accelerators, list) else ():
+        accelerator = _text(a.get("name"), 100) if isinstance(a, dict) else ""
+        if accelerator:
+            counts[accelerator] = counts.get(accelerator, 0) + 1
+    if counts:
+        text += " + " + ", ".join(n + (f" x{c}" if c > 1 else "") for n, c in counts.items())
+    if platform.get("emulated"):
+        text += (f" [emulated: {_text(platform['emulated'], 40) or 'yes'} {_text(platform.get('arch'), 40)}"
+                 f" on {_text(platform.get('host_arch'), 40) or 'unknown'}]")
     return text
 
+
+# -------------------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class Field:
+    """One run parameter (a key of record["config"]) as results name it."""
+
+    key: str
+    word: str | None = ""  # how a label names it, 'word=value' ("": its key; None: the value stands alone)
+    identity: bool = True  # part of config_key: results that differ in it are different configurations
+    shown: str = "always"  # in labels: "always", "judged" (runs that judge samples, not a benchmark), "never"
+    default: object = None  # a value labels leave out (the action's default)
+    scenario: str = ""  # meaningful in this scenario only (else None in config_fields)
+
+    @property
+    def name(self) -> str:
+        """Its name in labels and differences (a unit, where it has one, is part of the key:
+        latency_bound_ms, target_qps)."""
+        return self.word or self.key
+
+
+# What identifies a result's configuration and how labels word it, in label order (the
+# backend's options always come last). Fields with shown="never" have columns of their own
+# wherever a result is shown (its action, backend, variant, precision, dataset).
+FIELDS = (
+    Field("scenario", word=None),
+    Field("threads"),
+    Field("batch_size", word="batch"),
+    Field("samples_per_query", scenario="multi-stream"),
+    Field("target_qps", scenario="server"),
+    Field("latency_bound_ms", scenario="server"),
+    Field("engine", default="cr"),
+    Field("inputs", default="auto"),
+    Field("include_preprocess", default=False),
+    Field("split", shown="judged"),
+    # settings of one action (not part of the key: pack and reproduce match on the fields above)
+    Field("limit", identity=False),
+    Field("iou_threshold", identity=False, default=0.5),
+    Field("top_k", identity=False, default=5),
+    Field("calibration_samples", identity=False, default=100),
+    Field("allow_degraded", identity=False, default=False),
+    Field("action", shown="never"),
+    Field("backend", shown="never"),
+    Field("backend_options", shown="never"),  # labels show each option as name=value, last
+    Field("variant", shown="never"),
+    Field("precision", shown="never"),
+    Field("dataset", shown="never"),
+)
+# How long or how often to measure, where output goes: never in a label (they change the
+# precision of a figure, not the figure) and not part of a configuration.
+MEASUREMENT = frozenset((
+    "min_duration_s", "min_queries", "warmup_queries", "seed", "input_pool", "timeout_s", "max_duration_s",
+    "warmup_max_s", "warmup_until_stable", "warmup_window", "warmup_threshold", "warmup_max_queries", "fidelity",
+    "keep_outputs", "parity_atol", "samples", "warmup", "system_interval_ms", "top", "stream", "annotate",
+))
+FIELD = {f.key: f for f in FIELDS}
+# config_key's fields, in its tuple's order
+CONFIG_FIELDS = tuple(f.key for f in FIELDS if f.identity)
+_KNOWN = frozenset(FIELD) | MEASUREMENT
+# (key, name or None, default, its only scenario, shown only when judged) of the fields labels show
+_LABELLED = tuple((f.key, None if f.word is None else f.name, f.default, f.scenario, f.shown == "judged")
+                  for f in FIELDS if f.shown != "never")
+
+
+def _plain(value):
+    """A JSON value in one canonical form (2.0 -> 2, keys sorted), hashable as text for dicts and lists."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, (dict, list)) and not value:
+        return None  # no options given is the same as {}
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _backend_options(record) -> dict | None:
+    config = _get(record, "config", kind=dict) or {}
+    options = config.get("backend_options")
+    if not isinstance(options, dict):
+        options = _get(record, "backend", "options")
+    return options if isinstance(options, dict) else None
+
+
+def _scenario(record, config: dict):
+    return _get(config, "scenario", kind=str) or _get(record, "metrics", "scenario", kind=str)
+
+
+def _batch_size(record, config: dict):
+    """As run: the model's own batch size when none was given (a failed run: as given)."""
+    return (config.get("batch_size") or _get(record, "metrics", "batch_size", kind=int)
+            or _get(record, "inputs", "batch_size", kind=int))
+
+
+def config_fields(record) -> dict:
+    """{field: value} of CONFIG_FIELDS for a record, as run (defensive: anything missing is None)."""
+    config = _get(record, "config", kind=dict) or {}
+    pipeline = _get(record, "pipeline", kind=dict) or {}
+    values = {
+        "action": _get(record, "action", kind=str),
+        "scenario": _scenario(record, config),
+        "backend": _get(record, "backend", "name", kind=str) or _get(config, "backend", kind=str),
+        "backend_options": _backend_options(record),
+        "batch_size": _batch_size(record, config),
+        "variant": _get(pipeline, "variant", kind=str) or _get(config, "variant", kind=str),
+        "precision": _get(pipeline, "precision", kind=str) or _get(config, "precision", kind=str),
+        "include_preprocess": config.get("include_preprocess") or None,  # false = not given
+    }
+    out = {}
+    for key in CONFIG_FIELDS:
+        value = values[key] if key in values else config.get(key)
+        scenario = FIELD[key].scenario
+        out[key] = None if scenario and values["scenario"] != scenario else _plain(value)  # meaningful in one scenario only
+    return out
+
+
+def config_key(record) -> tuple:
+    """The result's configuration as a hashable tuple (CONFIG_FIELDS order): results with equal
+    keys (and the same target) ran the same thing, so one can be the other's reference."""
+    fields = config_fields(record)
+    return tuple(fields[k] for k in CONFIG_FIELDS)
+
+
+def config_differences(a, b) -> list[tuple[str, object, object]]:
+    """(field, value in a, value in b) of every configuration field that differs."""
+    fa, fb = config_fields(a), config_fields(b)
+    return [(k, fa[k], fb[k]) for k in CONFIG_FIELDS if fa[k] != fb[k]]
+
+
+def config_words(record, beside=()) -> list[str]:
+    """The words of a result's configuration label, in FIELDS order: the settings that ran
+    and change what is measured, as 'name=value' (the scenario alone), then the action's
+    other parameters by name, then the backend's options by name.
+
+    Left out: a field's default, a field of another scenario, the measurement knobs
+    (MEASUREMENT), fields shown="never" (columns of their own) and those the caller shows
+    beside the label (beside: keys of FIELDS, e.g. the dashboard's scenario and dataset)."""
+    # (the dashboard labels every record it builds: only what a label shows is read)
+    config = _get(record, "config", kind=dict) or {}
+    scenario = _scenario(record, config)
+    benchmark = _get(record, "action", kind=str) == "benchmark"
+    words = []
+    for key, name, default, only_in, judged in _LABELLED:
+        value = scenario if key == "scenario" else _batch_size(record, config) if key == "batch_size" else config.get(key)
+        if value is None or key in beside or (only_in and only_in != scenario) or (judged and benchmark):
+            continue
+        value = _plain(value)
+        if value is None or (value == default and type(value) is type(default)):
+            continue
+        words.append(value_text(value) if name is None else f"{name}={value_text(value)}")
+    for key in sorted(config.keys() - _KNOWN):  # another action's (or a user action's) parameters
+        if _plain(config[key]) is not None:
+            words.append(f"{key[:40]}={value_text(config[key])}")
+    options = _backend_options(record) if "backend_options" not in beside else None
+    for key in sorted(options or (), key=str):
+        words.append(f"{str(key)[:40]}={value_text(options[key])}")
+    return words
+
+
+LABEL_MAX = 200  # characters of a configuration label (a record from elsewhere may hold anything)
+
+
+def config_label(record, beside=(), empty: str = "defaults") -> str:
+    """A short human label of a result's configuration, e.g. 'single-stream threads=2 batch=1'
+    (config_words joined, at most LABEL_MAX characters); empty when it has no word."""
+    return " ".join(config_words(record, beside))[:LABEL_MAX] or empty
+
+
+def field_name(field: str) -> str:
+    """How labels and differences name a configuration field ('batch' for batch_size)."""
+    return FIELD[field].name if field in FIELD else field
+
+
+def field_value(value) -> str:
+    """A configuration field's value in a difference: value_text, 'unset' when missing."""
+    return "unset" if value is None else value_text(value)
+
+
+def describe_difference(field: str, a, b) -> str:
+    """'threads 1 vs 2' (a missing value reads 'unset')."""
+    return f"{field_name(field)} {field_value(a)} vs {field_value(b)}"
+
+
+def dataset_label(record) -> str:
+    """The dataset a run used, 'digits@1.0.0 test' (its ref without 'dataset:', and the split)."""
+    config, inputs = _get(record, "config", kind=dict) or {}, _get(record, "inputs", kind=dict) or {}
+    ref = config.get("dataset") or inputs.get("dataset")
+    if not ref:
+        return ""
+    ref = str(ref)[:120]
+    if ref.startswith("dataset:"):
+        ref = ref[len("dataset:"):]
+    split = config.get("split") or inputs.get("split")
+    return f"{ref} {str(split)[:40]}" if split else ref
+
+
+# ------------------------------------------------------------------------------ summary
 
 def utc(timestamp: object) -> str | None:
     """An ISO 8601 timestamp as UTC 'YYYY-MM-DDTHH:MM:SS.mmmZ' (sortable as text); None if unreadable."""
@@ -133,111 +435,3 @@ def summarize(record: dict) -> dict:
         "samples": samples,
         "error": _get(error, "message", kind=str) if error else None,
     }
-
-
-# ------------------------------------------------------------------------ configuration
-
-# What identifies a result's configuration (besides its target, the solution or model):
-# two results of the same target are comparable, and one is the reference for the other,
-# only when every field is equal. Read from record["config"] (the parameters as run),
-# record["pipeline"] and record["backend"]; a field a record lacks is None.
-CONFIG_FIELDS = (
-    "action", "scenario", "engine", "backend", "backend_options", "threads", "batch_size", "samples_per_query",
-    "target_qps", "latency_bound_ms", "variant", "precision", "dataset", "split", "inputs", "include_preprocess",
-)
-_SCENARIO_ONLY = {"samples_per_query": "multi-stream", "target_qps": "server", "latency_bound_ms": "server"}
-# How config_label() words each field (scenario and action stand alone).
-_LABELS = {"engine": "engine", "backend": "backend", "backend_options": "options", "threads": "threads",
-           "batch_size": "batch", "samples_per_query": "samples/query", "target_qps": "target_qps",
-           "latency_bound_ms": "bound_ms", "variant": "variant", "precision": "precision", "dataset": "dataset",
-           "split": "split", "inputs": "inputs", "include_preprocess": "preprocess"}
-
-
-def _plain(value):
-    """A JSON value in one canonical form (2.0 -> 2, keys sorted), hashable as text for dicts and lists."""
-    import json
-
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, dict) and not value:
-        return None  # no options given is the same as {}
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def config_fields(record) -> dict:
-    """{field: value} of CONFIG_FIELDS for a record (defensive: anything missing is None)."""
-    config = _get(record, "config", kind=dict) or {}
-    pipeline = _get(record, "pipeline", kind=dict) or {}
-    backend = _get(record, "backend", kind=dict) or {}
-    options = config.get("backend_options") if isinstance(config.get("backend_options"), dict) else backend.get("options")
-    values = {
-        "action": _get(record, "action", kind=str),
-        "scenario": _get(config, "scenario", kind=str) or _get(record, "metrics", "scenario", kind=str),
-        "engine": config.get("engine"),
-        "backend": _get(backend, "name", kind=str) or _get(config, "backend", kind=str),
-        "backend_options": options if isinstance(options, dict) else None,
-        "threads": config.get("threads"),
-        # as run: the model's own batch size when none was given (a failed run: as given)
-        "batch_size": config.get("batch_size") or _get(record, "metrics", "batch_size", kind=int)
-        or _get(record, "inputs", "batch_size", kind=int),
-        "samples_per_query": config.get("samples_per_query"),
-        "target_qps": config.get("target_qps"),
-        "latency_bound_ms": config.get("latency_bound_ms"),
-        "variant": _get(pipeline, "variant", kind=str) or _get(config, "variant", kind=str),
-        "precision": _get(pipeline, "precision", kind=str) or _get(config, "precision", kind=str),
-        "dataset": config.get("dataset"),
-        "split": config.get("split"),
-        "inputs": config.get("inputs"),
-        "include_preprocess": config.get("include_preprocess") or None,  # false = not given
-    }
-    for key, scenario in _SCENARIO_ONLY.items():  # meaningful in one scenario only
-        if values["scenario"] != scenario:
-            values[key] = None
-    return {k: _plain(v) for k, v in values.items()}
-
-
-def config_key(record) -> tuple:
-    """The result's configuration as a hashable tuple (CONFIG_FIELDS order): results with equal
-    keys (and the same target) ran the same thing, so one can be the other's reference."""
-    fields = config_fields(record)
-    return tuple(fields[k] for k in CONFIG_FIELDS)
-
-
-def config_differences(a, b) -> list[tuple[str, object, object]]:
-    """(field, value in a, value in b) of every configuration field that differs."""
-    fa, fb = config_fields(a), config_fields(b)
-    return [(k, fa[k], fb[k]) for k in CONFIG_FIELDS if fa[k] != fb[k]]
-
-
-def _word(field: str, value) -> str:
-    if field in ("action", "scenario"):
-        return str(value)
-    return f"{_LABELS.get(field, field)}={value}"
-
-
-def config_label(record, fields=None) -> str:
-    """A short human label of a result's configuration, e.g. 'single-stream threads=2 batch=1'.
-
-    fields: which CONFIG_FIELDS to show (default: the scenario, threads, batch size, any
-    engine other than cr's, and the split of a run that is no benchmark); fields a record
-    does not set are left out."""
-    values = config_fields(record)
-    if fields is None:
-        fields = ["scenario", "threads", "batch_size", "samples_per_query", "target_qps"]
-        if values["engine"] not in (None, "cr"):
-            fields.append("engine")
-        if values["action"] != "benchmark":  # a validate or run: which samples it judged
-            fields.append("split")
-    return " ".join(_word(f, values[f]) for f in fields if values.get(f) is not None) or "defaults"
-
-
-def describe_difference(field: str, a, b) -> str:
-    """'threads 1 vs 2' (a missing value reads 'unset')."""
-    def show(v):
-        return "unset" if v is None else str(v)
-
-    return f"{_LABELS.get(field, field)} {show(a)} vs {show(b)}"

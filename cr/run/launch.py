@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import scratch
 from . import monitor
-from ..procs import die_with_parent
+from ..procs import die_with_parent, stop_group
 from ..results.latencies import read_child
 from ..runtime.child import BOOTSTRAP
 from ..runtime.job import Job
@@ -45,19 +45,6 @@ def _tail(path: Path) -> str:
         return ""
     lines = text.splitlines()[-TAIL_LINES:]
     return "\n".join(lines)[-TAIL_CHARS:]
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def work_dir(kind: str) -> Path:
@@ -114,14 +101,14 @@ def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | No
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _stop(proc)
+                stop_group(proc, GRACE_S, reap=None)
                 return _failed(
                     "timeout", f"the runtime did not finish within {timeout:g} s and was stopped",
                     "raise --timeout if the run needs longer; otherwise the backend hangs (see stderr_tail in the result)",
                     timeout_s=timeout, exit_status=proc.returncode, stderr_tail=_tail(log_file),
                 ), None
             except BaseException:  # Ctrl-C in cr: do not leave the child running
-                _stop(proc)
+                stop_group(proc, GRACE_S, reap=None)
                 raise
         tail = _tail(log_file)
         last = tail.strip().splitlines()[-1] if tail.strip() else "no output"

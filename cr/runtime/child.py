@@ -95,10 +95,10 @@ def main(argv: list[str]) -> int:
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)
     result = execute(job, os.path.dirname(os.path.abspath(result_path)))
-    tmp = result_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    from ..fsutil import atomic_file
+
+    with atomic_file(result_path, "w", encoding="utf-8") as f:
         json.dump(result, f, default=_jsonable)
-    os.replace(tmp, result_path)
     return 0
 
 

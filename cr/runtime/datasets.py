@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ..errors import CRError, NotFound
 from .inputs import InputProvider
-from .model import _package_dirs
+from .model import package_dirs
 
 
 FORMATS = ("loader", "csv", "npz", "images", "image-folder", "coco")
@@ -89,7 +89,7 @@ def _file(meta: dict, component_dir: str | None, ref: str) -> Path:
 
 
 def _in_package(package: str, inner: str, ref: str) -> Path:
-    dirs = _package_dirs(package)
+    dirs = package_dirs(package)
     if not dirs:
         raise NotFound(f"{ref} comes from the package {package}, which is not installed in this environment",
                        hint=f"install it (pip install {package}, or cr install software:{package})")
@@ -150,7 +150,7 @@ def _folder(meta: dict, component_dir: str | None, ref: str) -> Path:
     """The folder image-folder reads: root in the component, or source.path in source.package."""
     source = meta.get("source") or {}
     if source.get("package"):
-        dirs = _package_dirs(source["package"])
+        dirs = package_dirs(source["package"])
         if not dirs:
             raise NotFound(f"{ref} comes from the package {source['package']}, which is not installed in this environment",
                            hint=f"install it (pip install {source['package']}, or cr install software:{source['package']})")

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import CRError, NotFound
 
 
-def _package_dirs(package: str, paths: list[str] | None = None) -> list[Path]:
+def package_dirs(package: str, paths: list[str] | None = None) -> list[Path]:
     """Where an installed package's files are: in this interpreter, or (paths: directories
     such as a lock's PYTHONPATH prefixes) there first."""
     dirs = []
@@ -79,7 +79,7 @@ def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths:
         return locate({"file": source["file"]}, component_dir, ref, paths)
     package, inner = source.get("package"), source.get("path")
     if package and inner:
-        dirs = _package_dirs(package, paths)
+        dirs = package_dirs(package, paths)
         if not dirs:
             raise NotFound(
                 f"{ref} comes from the package {package}, which is not installed in this environment",

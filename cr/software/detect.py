@@ -34,7 +34,6 @@ import queue
 import re
 import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -42,8 +41,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from .. import procs
 from ..errors import InvalidMeta
 from ..events import reporter
+from ..procs import Timeout
 from . import envs as envs_mod
 from . import host
 from .envs import SoftwareEnv
@@ -205,110 +206,13 @@ def _is_multiarch_lib(directory: str, system: frozenset) -> bool:
 
 # -- process helper --------------------------------------------------------------------
 
-class ProbeTimeout(Exception):
-    pass
-
-
-def run_bounded(cmd: list[str], timeout: float, env: dict | None = None, stdin_data: bytes | None = None,
-                limit: int = OUTPUT_LIMIT) -> tuple[int | None, str]:
-    """(exit code, stdout+stderr) of cmd, bounded: ProbeTimeout after timeout s, and at most
-    `limit` bytes of output, its whole process group killed in either case.
-
-    A probe that prints more than `limit` bytes (400 MB of 'y', say) is stopped there: the
-    exit code is then None and the text is the first `limit` bytes, so what cr holds never
-    grows with what a probe prints. The child gets its own session so that a hanging
-    grandchild (a shell wrapper's child) is killed with it and cannot keep our pipes open.
-    stdin_data is written to its stdin (default: no stdin).
-    """
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=_neutral_cwd(),
-    )
-    try:
-        out, full = _read_bounded(proc, min(timeout, MAX_TIMEOUT), limit, stdin_data)
-        if full:
-            _kill_group(proc, drain=False)
-    except BaseException:
-        _kill_group(proc, drain=False)
-        raise
-    finally:
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
-    return (None if full else proc.returncode), out.decode("utf-8", "replace")
-
-
-def _read_bounded(proc: subprocess.Popen, timeout: float, limit: int, stdin_data: bytes | None) -> tuple[bytes, bool]:
-    """(output, whether it reached `limit` bytes): feed stdin_data and read proc's stdout
-    until it closes and proc exits, or until `limit` bytes came; ProbeTimeout when that
-    takes longer than timeout s."""
-    deadline = time.monotonic() + timeout
-    kept = bytearray()
-    out_fd = proc.stdout.fileno()
-    pending = memoryview(stdin_data or b"")
-    with selectors.DefaultSelector() as sel:
-        sel.register(out_fd, selectors.EVENT_READ)
-        if proc.stdin is not None:
-            if pending:
-                os.set_blocking(proc.stdin.fileno(), False)
-                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-        while out_fd in sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ProbeTimeout()
-            for key, _ in sel.select(left):
-                if key.fd == out_fd:
-                    chunk = os.read(out_fd, min(1 << 16, limit + 1 - len(kept)))
-                    if not chunk:
-                        sel.unregister(out_fd)
-                        continue
-                    kept += chunk
-                    if len(kept) > limit:
-                        return bytes(kept[:limit]), True
-                    continue
-                try:
-                    pending = pending[os.write(key.fd, pending[:1 << 16]):]
-                except BlockingIOError:
-                    continue
-                except OSError:  # it closed its stdin (BrokenPipeError): it reads no more
-                    pending = pending[:0]
-                if not pending:
-                    sel.unregister(key.fd)
-                    proc.stdin.close()
-    try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        raise ProbeTimeout() from None
-    return bytes(kept), False
-
-
-def _kill_group(proc: subprocess.Popen, drain: bool = True) -> None:
-    """Kill proc's whole process group; drain its pipes unless another thread reads them."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        if drain:
-            proc.communicate(timeout=5)
-        else:
-            proc.wait(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
-
-
 def _neutral_cwd() -> str:
     # Probes must not pick up modules or executables from wherever cr was started.
     return os.path.abspath(os.sep)
 
 
 def _probe_env() -> dict:
-    env = host._clean_env()
+    env = procs.clean_env()
     env["LC_ALL"] = "C"
     env["LANG"] = "C"
     return env
@@ -416,13 +320,13 @@ class Matcher:
                 if not self._ready:
                     try:
                         self._line(time.monotonic() + _MATCHER_STARTUP, 64)
-                    except ProbeTimeout:
+                    except Timeout:
                         raise EOFError(f"{sys.executable} did not start within {_MATCHER_STARTUP:g} s") from None
                     self._ready = True
                 self._proc.stdin.write(payload)
                 self._proc.stdin.flush()
                 raw = self._line(time.monotonic() + timeout, limit)
-            except ProbeTimeout:
+            except Timeout:
                 self.close(locked=True)
                 raise MatchFailed(f"it ran for more than {round(timeout, 1):g} s (a regex that backtracks without end?)") from None
             except OSError as exc:
@@ -443,7 +347,7 @@ class Matcher:
         return matches
 
     def _line(self, deadline: float, limit: int) -> bytes:
-        """The child's next answer line (at most limit bytes); ProbeTimeout past deadline."""
+        """The child's next answer line (at most limit bytes); Timeout past deadline."""
         fd = self._proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
@@ -452,7 +356,7 @@ class Matcher:
                     raise EOFError(f"an answer over {limit} bytes")
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
-                    raise ProbeTimeout()
+                    raise Timeout()
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     raise EOFError("its interpreter stopped")
@@ -467,7 +371,7 @@ class Matcher:
                 return self.close(locked=True)
         proc, self._proc = self._proc, None
         if proc is not None:
-            _kill_group(proc, drain=False)
+            procs.stop_group(proc)
             for pipe in (proc.stdin, proc.stdout):
                 try:
                     pipe.close()
@@ -579,8 +483,8 @@ def _executable_probe(job: _Job, interpreter: str, timeout: float, fingerprint: 
 
     def run(path: str):
         try:
-            return run_bounded([path, *args], limit, env=env)
-        except (ProbeTimeout, OSError, ValueError) as exc:  # ValueError: a NUL in an argument
+            return procs.run_bounded([path, *args], limit, env=env, limit=OUTPUT_LIMIT, cwd=_neutral_cwd())
+        except (Timeout, OSError, ValueError) as exc:  # ValueError: a NUL in an argument
             return exc
 
     # Candidates run side by side: wrappers such as pyenv's shims cost ~0.1 s each.
@@ -592,7 +496,7 @@ def _executable_probe(job: _Job, interpreter: str, timeout: float, fingerprint: 
     outputs: list[tuple[str, list[str], int, str]] = []
     for path, answer in zip(candidates, answers):
         cmd = " ".join([path, *args])
-        if isinstance(answer, ProbeTimeout):
+        if isinstance(answer, Timeout):
             reporter().warning(f"detect {job.recipe.name}: `{cmd}` did not answer within {limit:g} s; skipped it")
             continue
         if isinstance(answer, OSError):
@@ -884,7 +788,7 @@ def _run_batch(jobs: list[_Job], interpreter: str, timeout: float, extra: list[s
         except queue.Empty:
             limit = _limit(jobs[len(answers)].probe, timeout) if actual is not None else timeout
             why = f"did not answer within {limit:g} s"
-            _kill_group(proc, drain=False)
+            procs.stop_group(proc)
             break
         if raw is None:
             why = "crashed the interpreter" if actual is not None else "it exited at once"
@@ -908,9 +812,9 @@ def _run_batch(jobs: list[_Job], interpreter: str, timeout: float, extra: list[s
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            _kill_group(proc, drain=False)
+            procs.stop_group(proc)
     if proc.poll() is None:
-        _kill_group(proc, drain=False)
+        procs.stop_group(proc)
     return answers, why, actual
 
 

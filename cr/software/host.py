@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from ..errors import CRError
+from ..procs import clean_env
 
 
 def current_platform():
@@ -93,7 +94,7 @@ def interpreter_markers(interpreter: str, timeout: float = 30.0) -> dict:
     try:
         done = subprocess.run(
             [interpreter, "-c", _MARKER_SCRIPT], capture_output=True, text=True, timeout=timeout,
-            stdin=subprocess.DEVNULL, env=_clean_env(),
+            stdin=subprocess.DEVNULL, env=clean_env(),
         )
         data = json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
@@ -116,10 +117,3 @@ def markers_for(platform, interpreter: str | None = None) -> dict:
 def _is_running_python(interpreter: str) -> bool:
     return canonical_interpreter(interpreter) == canonical_interpreter(sys.executable)
 
-
-def _clean_env() -> dict:
-    """Our environment without PYTHONPATH/PYTHONHOME, so a child python sees its own defaults."""
-    env = dict(os.environ)
-    for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH"):
-        env.pop(key, None)
-    return env

@@ -34,7 +34,7 @@ from pathlib import Path
 from ..errors import CRError, InvalidMeta
 from ..events import reporter
 from ..fsutil import atomic_write_json
-from ..procs import die_with_parent
+from ..procs import clean_env, die_with_parent
 from ..scratch import alive
 from . import envs as envs_mod
 from . import host
@@ -358,14 +358,14 @@ def _run_pip(recipe: Recipe, method: InstallMethod, version: str, interp: str, s
     if method.spec.get("no_deps"):
         cmd.append("--no-deps")
     cmd += packages
-    code, tail = _stream(cmd, f"pip install {' '.join(packages)}", env=host._clean_env())
+    code, tail = _stream(cmd, f"pip install {' '.join(packages)}", env=clean_env())
     if code != 0 and any("no such option: --report" in ln for ln in tail):
         # pip < 22.2 has no --report: install anyway, without the record of hashes
         reporter().warning(f"the pip of {interp} is older than 22.2: the env will not record package hashes")
         i = cmd.index("--report")
         cmd = cmd[:i] + cmd[i + 2:]
         shutil.rmtree(stage / "prefix", ignore_errors=True)
-        code, tail = _stream(cmd, f"pip install {' '.join(packages)}", env=host._clean_env())
+        code, tail = _stream(cmd, f"pip install {' '.join(packages)}", env=clean_env())
     if code != 0:
         raise CRError(
             f"pip could not install {' '.join(packages)} (software {recipe.name} {version}): {_last_lines(tail)}",
@@ -495,7 +495,7 @@ def _run_script(recipe: Recipe, method: InstallMethod, version: str, prefix: Pat
     prefix.mkdir(parents=True, exist_ok=True)
     build = prefix.parent / "build"
     build.mkdir(exist_ok=True)
-    env = host._clean_env()
+    env = clean_env()
     env.update({
         "PREFIX": str(prefix), "VERSION": version, "CR_FINAL_PREFIX": str(final_prefix),
         "CR_RECIPE_DIR": str(Path(recipe.path).parent) if recipe.path else "",

@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import sqlcache
 from ..errors import InvalidMeta, StoreError
-from ..events import reporter
 from ..jsonio import not_regular
 from .meta import decode_json_bytes, load_json, parse_json_text, read_bytes, schema_fingerprint, validate
 from .repository import Repo
@@ -67,7 +67,6 @@ CREATE INDEX IF NOT EXISTS entries_stat ON entries(path, repo, mtime_ns, size);
 CREATE TABLE IF NOT EXISTS tags (path TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (tag, path)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
 CREATE TABLE IF NOT EXISTS dirs (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, racy INTEGER NOT NULL, names TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (scope TEXT PRIMARY KEY, data BLOB NOT NULL);
 """
 
@@ -237,22 +236,14 @@ class _Listings:
         return [prefix + n for n in names]
 
 
-def _recovering(method):
-    """Damage found by a query (not by opening) rebuilds the index and asks again, once."""
+def _refill(index: "Index", exc: Exception) -> None:
+    """Damage found by a query (not by opening): rebuild the index, refresh it (the query is asked again)."""
+    index.db.close()
+    index.db = index._rebuild(exc)
+    index._refresh()
 
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk I/O: not damage
-                raise
-            self.db.close()
-            self.db = self._rebuild(exc)
-            self._refresh()
-            return method(self, *args, **kwargs)
 
-    return wrapper
+_recovering = sqlcache.recovering(_refill)
 
 
 class Index:
@@ -276,12 +267,7 @@ class Index:
 
     def _rebuild(self, exc: Exception) -> sqlite3.Connection:
         """The index is a cache: a damaged one is deleted and built again from the repositories."""
-        reporter().warning(f"search index {self.path} was damaged ({exc}); rebuilding it")
-        for suffix in ("", "-wal", "-shm"):
-            try:
-                os.unlink(str(self.path) + suffix)
-            except FileNotFoundError:
-                pass
+        sqlcache.discard(self.path, "search index", exc)
         return self._connect()
 
     def _unwritable(self, exc: Exception) -> StoreError:
@@ -295,31 +281,10 @@ class Index:
             self.home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise self._unwritable(exc) from None
-        db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
-        db.execute("PRAGMA busy_timeout = 60000")
-        fingerprint = f"{INDEX_FORMAT}:{schema_fingerprint()}"
-        if _stored_fingerprint(db) != fingerprint:
-            # A new index, or the schemas changed since it was built: start over.
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if _stored_fingerprint(db) != fingerprint:  # another process may have done it
-                    db.execute("DROP TABLE IF EXISTS entries")
-                    db.execute("DROP TABLE IF EXISTS tags")
-                    db.execute("DROP TABLE IF EXISTS dirs")
-                    db.execute("DROP TABLE IF EXISTS snapshots")
-                    for stmt in _SCHEMA.split(";"):
-                        if stmt.strip():
-                            db.execute(stmt)
-                    db.execute("INSERT OR REPLACE INTO info VALUES ('fingerprint', ?)", (fingerprint,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         # The index is a cache: a crash or power loss that damages it costs a rebuild
-        # (see _rebuild), never data. Without fsyncs, bulk `cr new` stays fast.
-        db.execute("PRAGMA synchronous = OFF")
+        # (see _rebuild), never data. Without fsyncs (synchronous OFF), bulk `cr new` stays fast.
+        db = sqlcache.connect(self.path, f"{INDEX_FORMAT}:{schema_fingerprint()}", _SCHEMA, key="fingerprint",
+                              synchronous="OFF")
         self._file_id = _file_id(self.path)
         return db
 
@@ -634,16 +599,6 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
-
-
-def _stored_fingerprint(db: sqlite3.Connection) -> str | None:
-    try:
-        row = db.execute("SELECT value FROM info WHERE key = 'fingerprint'").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        return None
-    return row[0] if row else None
 
 
 def sort_components(components: list[Component], rank: dict[str, int]) -> list[Component]:

@@ -316,9 +316,6 @@ def _concrete(dims, name: str) -> tuple:
 
 
 def _write(plan, path) -> None:
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(plan)
-    os.replace(tmp, path)
+    from ...fsutil import atomic_write_bytes
+
+    atomic_write_bytes(os.path.abspath(path), plan, durable=False)
