@@ -8,15 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_component, make_repo
-
-FAST = {"inputs": "synthetic", "min_duration_s": 0, "min_queries": 10, "warmup_queries": 0, "max_duration_s": 0}
-
-
-def null_solution(repo: Path, name: str = "null-digits", **params) -> None:
-    """A solution of the shipped lenet-digits model on the null backend: no framework, a short run."""
-    make_component(repo, "solution", name, model="model:lenet-digits@1.0.0", backend="null",
-                   actions=[{"action": "benchmark", "params": {**FAST, **params}}],
-                   deps=["software:python@>=3.9", "software:numpy@>=1.23"])
+from helpers.campaign import FAST, null_solution
 
 
 def campaign(repo: Path, name: str = "sweep", **fields) -> Path:

@@ -71,3 +71,93 @@ def test_twenty_thousand_include_and_exclude_entries_expand_in_linear_time(repo,
     # the matrix's point (threads 1 alone) plus the odd batch sizes but 3 (excluded by solution name)
     assert kept == [0] + [b for b in range(1, 20001, 2) if b != 3]
     assert elapsed < 60, elapsed  # took 80 s when each entry was compared with every point
+
+
+def test_a_worker_takes_an_edited_solution_and_keeps_no_archive_file(repo, tmp_path, run_cr, cr_home):
+    """A solution edited without a version bump makes a new archive: the worker sets it up in
+    place of the old one (it used to refuse every later job: "already holds another archive").
+    The archive file is deleted once unpacked; a junk payload leaves nothing either."""
+    import hashlib
+
+    from cr.campaign.worker import set_up
+    from cr.errors import CRError
+    from cr.store.catalog import show
+
+    author = {"CR_HOME": str(tmp_path / "author-home")}
+    assert run_cr("repo", "add", repo, env=author).returncode == 0
+    archives = []
+    for queries in (10, 12):
+        meta_path = repo / "solution" / "null-digits" / "1.0.0" / "meta.json"
+        meta = json.loads(meta_path.read_text())
+        meta["actions"][0]["params"]["min_queries"] = queries
+        meta_path.write_text(json.dumps(meta))
+        out = tmp_path / f"out{queries}"
+        out.mkdir()
+        done = run_cr("pack", "solution", "null-digits", "-o", out, env=author)
+        assert done.returncode == 0, done.stderr
+        (archive,) = out.glob("*.cr.zip")
+        archives.append(archive.read_bytes())
+    assert run_cr("repo", "rm", "comps").returncode == 0  # the worker knows only what it is sent
+    refs = [set_up(data, hashlib.sha256(data).hexdigest(), trust=False) for data in archives]
+    assert refs == ["solution:null-digits@1.0.0"] * 2
+    assert show(refs[1], verify=False)["meta"]["actions"][0]["params"]["min_queries"] == 12
+    junk = b"PK\x03\x04" + b"\0" * 100_000
+    with pytest.raises(CRError):
+        set_up(junk, hashlib.sha256(junk).hexdigest(), trust=False)
+    assert list((cr_home / "campaign-archives").iterdir()) == []
+
+
+class _Stop(BaseException):
+    """The coordinator process dying at that point."""
+
+
+@pytest.mark.parametrize("dies", ["after storing, before journaling", "while storing"])
+def test_a_coordinator_that_dies_while_storing_stores_each_result_once(repo, dies, monkeypatch):
+    from cr.campaign import coordinator, journal, spec, wire
+    from cr.campaign.jobs import run_here
+
+    make_component(repo, "solution", "two-runs", model="model:lenet-digits@1.0.0", backend="null",
+                   actions=[{"action": "benchmark", "params": FAST}, {"action": "benchmark", "params": {**FAST, "min_queries": 12}}],
+                   deps=["software:python@>=3.9", "software:numpy@>=1.23"])
+    make_component(repo, "campaign", "once", solutions=["solution:two-runs"])
+    campaign = spec.load("once")
+    (job,) = spec.expand(campaign)
+    outcome = wire.to_wire(run_here(job, job.solution))
+    assert outcome["status"] == "ok" and len(outcome["records"]) == 2
+    run = coordinator.Run(campaign, [job])
+    run.started(job, "w1")
+    if dies == "while storing":
+        real_add, added = run.store.add, []
+
+        def add_then_die(record, *a, **kw):
+            if added:
+                raise _Stop()
+            added.append(record["uid"])
+            return real_add(record, *a, **kw)
+
+        monkeypatch.setattr(run.store, "add", add_then_die)
+    else:
+        real_append = journal.Journal.append
+
+        def append_or_die(self, job_id, event, *a, **kw):
+            if event == "done":
+                raise _Stop()
+            return real_append(self, job_id, event, *a, **kw)
+
+        monkeypatch.setattr(journal.Journal, "append", append_or_die)
+    with pytest.raises(_Stop):
+        run.finished(job, outcome, {"name": "w1"})
+    run.journal.close()
+    if dies == "while storing":  # (monkeypatch.undo() would also undo the test's CR_HOME)
+        monkeypatch.setattr(run.store, "add", real_add)
+    else:
+        monkeypatch.setattr(journal.Journal, "append", real_append)
+    assert run.store.count() == (2 if dies.startswith("after") else 1)
+    again = coordinator.Run(campaign, [job])  # the next `cr campaign run once`
+    if dies.startswith("after"):
+        assert again.todo == [] and again.outcomes[job.id]["state"] == "done"  # not run again
+        assert sorted(again.outcomes[job.id]["results"]) == sorted(r["uid"] for r in outcome["records"])
+    else:
+        assert again.todo == [job]  # runs again; the half-stored result is gone
+        assert again.store.count() == 0
+    again.journal.close()

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, make_component, make_repo
-from test_campaign import null_solution
-from test_dashboard import browser  # noqa: F401  (the Chromium fixture)
+from helpers.campaign import null_solution
+from helpers.dashboard import browser  # noqa: F401  (the Chromium fixture)
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
@@ -131,7 +131,7 @@ def test_jobs_land_only_on_matching_workers_and_never_overlap(cluster):
 
 
 def test_the_dashboard_shows_the_campaign_matrix_of_three_workers(cluster, browser, tmp_path):
-    from test_dashboard import _wait
+    from helpers.dashboard import _wait
 
     addr, env, workers, repo, base = cluster
     site = tmp_path / "site"

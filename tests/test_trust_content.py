@@ -116,3 +116,32 @@ def test_an_archive_whose_solution_has_a_shipped_name_and_version_is_refused_nam
         errors = [ln for ln in done.stderr.splitlines() if ln.startswith("Error: ")]
         assert done.returncode == 1 and len(errors) == 1, done.stdout + done.stderr
         assert "'builtin'" in errors[0] and "differs" in errors[0] and "outcome: PASS" not in done.stdout, errors
+
+
+def test_a_lock_made_elsewhere_cannot_bring_exports_or_an_interpreter(tmp_path, run_cr):
+    """A lock is data; its exports are code when they name a PYTHONPATH folder (its
+    sitecustomize.py runs in the child) or an LD_PRELOAD library, and its interpreter is a
+    program: from a lock file that this machine did not make, they are refused."""
+    marker = tmp_path / MARK
+    made = tmp_path / "here.json"
+    assert run_cr("resolve", "model:iris-logreg", "-o", made).returncode == 0
+    args = ("benchmark", "model", "iris-logreg", "--backend", "null", "--min-duration", "0", "--min-queries", "5")
+    ok = run_cr(*args, "--lock", made)
+    assert ok.returncode == 0, ok.stderr  # made here: it runs
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    lock = json.loads(made.read_text())
+    numpy = next(s for s in lock["software"] if s["name"] == "numpy")
+    numpy["exports"] = {"PYTHONPATH": [str(planted)]}
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps(lock))
+    done = run_cr(*args, "--lock", hostile)
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("Error: ")]
+    assert done.returncode == 1 and len(errors) == 1 and "PYTHONPATH" in errors[0] and str(planted) in errors[0], done.stderr
+    assert "cr resolve model:iris-logreg" in done.stderr and not marker.exists()
+    lock = json.loads(made.read_text())
+    lock["interpreter"] = str(planted / "python3")
+    hostile.write_text(json.dumps(lock))
+    done = run_cr(*args, "--lock", hostile)
+    assert done.returncode == 1 and "interpreter" in done.stderr and not marker.exists(), done.stderr

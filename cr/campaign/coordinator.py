@@ -69,11 +69,31 @@ class Run:
         self.todo: list[CampaignJob] = []
         for job in jobs:
             prior = before.get(job.id)
+            if prior and prior.get("storing") and not rerun:
+                prior = self._finish_storing(job, prior)
             if not rerun and prior and prior["state"] == "done" and journals.stored(prior["results"], self.store):
                 self.outcomes[job.id] = {"state": "done", "results": prior["results"], "worker": prior["worker"], "earlier": True}
             else:
                 self.todo.append(job)
         self.progress = Progress(total=len(self.todo), already=len(jobs) - len(self.todo))
+
+    def _finish_storing(self, job: CampaignJob, prior: dict) -> dict:
+        """A job whose coordinator stopped while storing its records (the journal says
+        "storing", then nothing): every record stored -> it is done (journaled now, not run
+        again); some -> those are removed and it runs again. Either way each result is in the
+        store once."""
+        storing = prior["storing"]
+        uids = storing["results"]
+        present = [u for u in uids if journals.stored([u], self.store)]
+        if uids and len(present) == len(uids):
+            self.journal.append(job.id, "done", attempt=storing["attempt"], worker=prior.get("worker"), results=uids,
+                                recovered=True)
+            return {**prior, "state": "done", "results": uids}
+        if present:
+            self.store.remove(present)
+        self.journal.append(job.id, "attempt-failed", attempt=storing["attempt"], worker=prior.get("worker"),
+                            error="the coordinator stopped while storing this job's results; the ones stored were removed")
+        return {**prior, "state": "retrying"}
 
     # -- events ------------------------------------------------------------------------
 
@@ -112,7 +132,10 @@ class Run:
             outcome = {**outcome, "status": "failed", "records": [],
                        "error": {"message": f"the outcome from worker {worker.get('name')} is damaged: {exc.message}",
                                  "hint": "run the campaign again: the job runs again"}}
-        for record in outcome.get("records") or []:
+        records = outcome.get("records") or []
+        if records:  # before the store: a coordinator stopped in between is recognised on the next run
+            self.journal.append(job.id, "storing", attempt=attempt, results=[r.get("uid") for r in records])
+        for record in records:
             record["campaign"] = {"name": self.campaign.name, "uid": self.campaign.uid, "job": job.id, "attempt": attempt}
             record["worker"] = {k: worker.get(k) for k in ("name", "host", "gpu") if worker.get(k) is not None}
             if worker.get("platform"):

@@ -45,15 +45,16 @@ class Journal:
         return out
 
     def append(self, job: str, event: str, sync: bool = True, **fields) -> dict:
-        """Append one event; a "done" one is on disk when this returns (sync=False: at sync())."""
+        """Append one event; a "done" or "storing" one is on disk when this returns (sync=False: at sync())."""
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")
         entry = {"job": job, "event": event, "time": round(time.time(), 3), **fields}
         self._file.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._file.flush()
-        if event == "done" and sync:
-            os.fsync(self._file.fileno())  # a stored result must never run again after a crash
+        if event in ("done", "storing") and sync:
+            # a stored result must never run again after a crash, nor be stored twice
+            os.fsync(self._file.fileno())
         return entry
 
     def sync(self) -> None:
@@ -79,10 +80,14 @@ def state(events: list[dict]) -> dict[str, dict]:
         elif kind == "attempt-failed":
             s["history"].append({"attempt": e.get("attempt"), "worker": e.get("worker"), "error": e.get("error")})
             s["state"] = "retrying"
+        elif kind == "storing":  # written (and synced) before the job's records go into the store
+            s["storing"] = {"attempt": e.get("attempt"), "results": list(e.get("results") or [])}
         elif kind == "done":
             s.update(state="done", worker=e.get("worker"), results=list(e.get("results") or []), error=None, reason=None)
+            s.pop("storing", None)
         elif kind in ("failed", "unplaceable", "skipped"):
             s.update(state=kind, error=e.get("error"), reason=e.get("reason"), worker=e.get("worker") or s["worker"])
+            s.pop("storing", None)
         elif kind == "interrupted":
             if s["state"] == "running":
                 s["state"] = "pending"

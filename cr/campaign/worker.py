@@ -100,8 +100,14 @@ def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
 
 
 def set_up(data: bytes, sha: str, trust: bool) -> str:
-    """Unpack the archive into this worker's CR_HOME and init the solution, once per archive;
-    the solution's ref."""
+    """Unpack the archive into this worker's CR_HOME and init the solution, once per archive
+    (by content: its sha256); the solution's ref.
+
+    The archive file is only the way in: it is deleted once unpacked, and a payload that
+    cannot be set up leaves nothing behind. A newer archive of the same solution name and
+    version (the solution edited without a version bump) replaces the older one, so a
+    worker takes every job of an edited campaign, not only those of the first archive it saw."""
+    from ..archive import unpack
     from ..fsutil import atomic_write_bytes
     from ..paths import ensure_home
     from ..run import solution
@@ -112,9 +118,15 @@ def set_up(data: bytes, sha: str, trust: bool) -> str:
         folder = ensure_home() / "campaign-archives"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{sha[:16]}.cr.zip"
-        if not path.is_file():
+        try:
             atomic_write_bytes(path, data, durable=False)
-        report = solution.init(str(path), trust=trust)
+            info = unpack(path, force=True)
+            solution.refuse_namesake(info)
+            report = solution.init(info["solution"], trust=trust)
+        finally:
+            path.unlink(missing_ok=True)
+        for old in [k for k, ref in _archives.items() if ref == report["solution"]]:
+            del _archives[old]  # replaced by this one
         _archives[sha] = report["solution"]
         return report["solution"]
 

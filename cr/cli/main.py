@@ -133,4 +133,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a full disk is one Error: line; anything else is a bug and shows its traceback
+        said = output.environment_error(exc)
+        if said is None or debug:
+            raise
+        output.error(*said)
+        sys.exit(1)
     sys.exit(0)

@@ -113,7 +113,7 @@ def locate(source: str) -> tuple[str, dict | None]:
         from ..archive import unpack
 
         info = unpack(path)
-        _refuse_namesake(info)
+        refuse_namesake(info)
         return info["solution"], info
     if "://" in source or source.startswith("git@") or source.endswith(".git"):
         repo = catalog.repo_pull(source)
@@ -126,7 +126,7 @@ def locate(source: str) -> tuple[str, dict | None]:
     return (source if ":" in source else f"solution:{source}"), None
 
 
-def _refuse_namesake(info: dict) -> None:
+def refuse_namesake(info: dict) -> None:
     """The archive's own solution is what init and reproduce set up: CRError, naming both, when
     its ref means another repository's solution here (a shipped or trusted one of the same name
     and version, which precedence puts first) and the two differ in content. An identical copy

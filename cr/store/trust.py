@@ -67,11 +67,6 @@ def repos_by_name(index) -> dict:
     return {r.name: r for r in index.repos}
 
 
-def is_trusted_repo(name: str, index) -> bool:
-    repo = repos_by_name(index).get(name)
-    return repo is not None and repo.is_trusted
-
-
 def component_trusted(comp, meta: dict, index) -> bool:
     """Whether what comp declares may execute: its repo is trusted, or a trusted repo holds
     the same component by content: the same canonical meta, and every file of comp's folder
@@ -168,14 +163,9 @@ def recipe_items(recipe, methods=None, probes: bool = True) -> list[Item]:
     return items
 
 
-def component_items(info: dict) -> list[Item]:
-    """What a model, dataset or action component (as catalog.show describes it) would run:
-    Python files it imports, loaders and entries it names."""
-    return meta_items(info["kind"], info["ref"], info.get("repo") or "?", info["meta"])
-
-
 def meta_items(kind: str, ref: str, repo: str, meta: dict) -> list[Item]:
-    """component_items for a component known by its kind, ref, repo and meta."""
+    """What a model, dataset or action component (known by its kind, ref, repo and meta)
+    would run: Python files it imports, loaders and entries it names."""
     files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
     items = []
     if kind == "model":
@@ -196,14 +186,6 @@ def meta_items(kind: str, ref: str, repo: str, meta: dict) -> list[Item]:
             items.append(Item(repo, ref, "python entry (called by the runtime)", str(meta["entry"])))
         if meta.get("host"):
             items.append(Item(repo, ref, "python host hook (called by cr around the run)", str(meta["host"])))
-    return items
-
-
-def untrusted_items(comp, meta: dict, index) -> list[Item]:
-    """What comp would run (meta_items), unless it is trusted (by repo or identity)."""
-    items = meta_items(comp.kind, comp.ref, comp.repo, meta)
-    if items and component_trusted(comp, meta, index):
-        return []
     return items
 
 
