@@ -311,12 +311,13 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
 
 def run_kwargs(job: Job) -> tuple[dict, dict]:
     """(overrides per action for run_declared, its backend/variant/backend_options kw) of a job."""
+    from ..run.hooks import actions_for
     from ..store.catalog import show
 
     kw = {k: job.overrides[k] for k in ("backend", "variant", "backend_options") if k in job.overrides}
     given = {k: job.overrides[k] for k in PARAM_KEYS if k in job.overrides}
     overrides = {}
-    for action in ("benchmark", "validate", "run"):
+    for action in actions_for("solution"):  # every action a solution may declare (their metas' applies_to)
         props = (show(f"action:{action}", verify=False)["meta"].get("parameters") or {}).get("properties") or {}
         overrides[action] = {**(job.params.get(action) or {}), **{k: v for k, v in given.items() if k in props}}
     return overrides, kw

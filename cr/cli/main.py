@@ -63,7 +63,7 @@ _COMMANDS = {
     "pack": "archive:pack", "unpack": "archive:unpack", "init": "solution:init",
     "reproduce": "solution:reproduce", "results": "results:results", "dashboard": "dashboard:dashboard",
     "publish": "publish:publish", "campaign": "campaign:campaign", "scheduler": "campaign:scheduler",
-    "worker": "campaign:worker", "profile": "profile:profile",
+    "worker": "campaign:worker", "profile": "profile:profile", "do": "do:do",
 }
 
 

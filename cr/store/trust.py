@@ -184,6 +184,8 @@ def meta_items(kind: str, ref: str, repo: str, meta: dict) -> list[Item]:
     elif kind == "action":
         if meta.get("entry"):
             items.append(Item(repo, ref, "python entry (called by the runtime)", str(meta["entry"])))
+        if meta.get("host"):
+            items.append(Item(repo, ref, "python host hook (called by cr around the run)", str(meta["host"])))
     return items
 
 
