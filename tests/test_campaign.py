@@ -43,7 +43,7 @@ def test_expansion_is_a_deterministic_product_with_include_and_exclude(repo, run
     settings = {(j["overrides"].get("threads"), j["overrides"].get("batch_size")) for j in jobs}
     assert settings == {(1, 1), (1, 4), (2, 1), (3, 1)}
     table = run_cr("campaign", "show", "sweep", "--jobs")
-    assert table.returncode == 0 and "16 job(s)" in table.stdout and "threads=3 batch_size=1" in table.stdout
+    assert table.returncode == 0 and "16 job(s)" in table.stdout and "threads=3 batch=1" in table.stdout
 
 
 def test_solutions_by_tag_query(repo, run_cr):

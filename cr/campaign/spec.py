@@ -90,12 +90,15 @@ class CampaignJob:
 
     @property
     def setting(self) -> str:
-        """The overrides in a few words: 'threads=2 batch_size=8' (or 'as declared')."""
+        """The overrides in the results vocabulary's words: 'threads=2 batch=8' (or 'as declared')."""
+        from ..results.summary import field_name, value_text
+
         parts = []
         for key in MATRIX_KEYS:
             if key in self.overrides:
                 value = self.overrides[key]
-                parts.append(f"{key}={json.dumps(value, sort_keys=True, separators=(',', ':')) if isinstance(value, dict) else value}")
+                shown = json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, dict) else value_text(value)
+                parts.append(f"{field_name(key)}={shown}")
         return " ".join(parts) or "as declared"
 
     @property
