@@ -262,6 +262,13 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
             where = "/matrix/backend_options" if point.get("backend_options") else "/matrix/backend"
             whose = f" (solution {sol['ref']}" + (f" declares backend_options {sorted(own)}" if own else "") + ")"
             raise CRError(f"{_where(campaign, where)}: {exc.message}{whose}", hint=exc.hint) from None
+    if point.get("backend_options"):  # a campaign you have not trusted cannot name native code to load
+        from ..run.actions import code_option_items
+        from ..store import trust
+        from ..store.catalog import show
+
+        trust.require(code_option_items(show(campaign.ref, verify=False), entry, point["backend_options"]),
+                      f"expanding {campaign.ref}")
 
 
 def job_id(sol: dict, overrides: dict, platform: str, target: dict, repetition: int, actions, params: dict) -> str:

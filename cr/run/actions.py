@@ -146,7 +146,34 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         if split is None and (ds["meta"].get("split_by")):
             split = "test"
     _check_trust(model, meta, ds, f"running {model['ref']}")
+    if target["kind"] == "solution":
+        from ..store import trust
+
+        trust.require(code_option_items(target, entry, target["meta"].get("backend_options") or {}), f"running {target['ref']}")
     return Target(target, model, meta, entry, options, ds, split, layers)
+
+
+def code_option_items(info: dict, entry: registry.BackendEntry, options: dict) -> list:
+    """What the backend options a component (a solution, a campaign) sets would load as native
+    code (the backend's CODE_OPTIONS: a TFLite delegate library, ...), as trust Items, when
+    that component is not trusted; [] otherwise. Options the user gives (-O) are theirs."""
+    import json
+
+    from ..store import trust
+
+    try:
+        names = getattr(registry.load_class(entry), "CODE_OPTIONS", ()) or ()
+    except registry.BackendError:
+        return []
+    found = [(n, options[n]) for n in names if options.get(n)]
+    if not found:
+        return []
+    from ..store.catalog import open_index
+
+    if not trust.untrusted(info, open_index):
+        return []
+    return [trust.Item(info.get("repo") or "?", info["ref"], f"native code ({entry.name} option {name})",
+                       json.dumps(value, sort_keys=True)) for name, value in found]
 
 
 def _check_trust(model: dict, meta: dict, ds: dict | None, what: str) -> None:

@@ -226,7 +226,15 @@ def _code_items(sol: dict) -> list:
                 continue
             if info["repo"] != "builtin":
                 infos.append(info)
-    return trust.items_of(infos, catalog.open_index)
+    items = trust.items_of(infos, catalog.open_index)
+    if meta.get("backend") and meta.get("backend_options"):
+        from .actions import code_option_items
+
+        try:
+            items += code_option_items(sol, registry.find(meta["backend"]), meta["backend_options"])
+        except CRError:
+            pass  # an unknown backend fails when the solution runs, with its own error
+    return items
 
 
 def compiled_ref(meta: dict, own: str | None = None) -> str | None:

@@ -227,6 +227,22 @@ def items_of(infos: list[dict], open_index) -> list[Item]:
     return items
 
 
+def untrusted(info: dict, open_index) -> bool:
+    """Whether a component (a catalog.show dict) comes from a repository you have not trusted
+    and is not a trusted one by content (component_trusted)."""
+    from . import registry
+
+    if info.get("repo") in {r.name for r in registry.all_repos() if r.is_trusted}:
+        return False
+    index = open_index(refresh=False)
+    try:
+        comp = next((c for c in index.components(kind=info["kind"], name=info["name"])
+                     if str(c.meta_path) == str(info.get("meta_path"))), None)
+        return comp is None or not component_trusted(comp, info["meta"], index)
+    finally:
+        index.close()
+
+
 def check_components(infos: list[dict], what: str, open_index) -> None:
     """Untrusted when any of these components (catalog.show dicts; None entries skipped)
     would run code that is not trusted (open_index: as for items_of)."""
