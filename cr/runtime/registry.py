@@ -64,18 +64,9 @@ class BackendEntry:
 
 
 def _installed() -> list[BackendEntry]:
-    from importlib import metadata
+    from ..plugins import installed
 
-    try:
-        eps = metadata.entry_points(group=GROUP)
-    except TypeError:  # Python 3.9: entry_points() takes no arguments
-        eps = metadata.entry_points().get(GROUP, [])
-    found = []
-    for ep in eps:
-        dist = getattr(ep, "dist", None)
-        origin = f"distribution {dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
-        found.append(BackendEntry(ep.name, ep.value, origin))
-    return found
+    return [BackendEntry(*found) for found in installed(GROUP)]
 
 
 def _from_env() -> list[BackendEntry]:
@@ -95,15 +86,9 @@ def _from_env() -> list[BackendEntry]:
 
 def entries() -> tuple[dict[str, BackendEntry], dict[str, list[BackendEntry]]]:
     """(name -> entry, name -> the conflicting entries of names registered twice)."""
-    chosen: dict[str, BackendEntry] = {}
-    conflicts: dict[str, list[BackendEntry]] = {}
-    for entry in _installed() + _from_env():
-        old = chosen.get(entry.name)
-        if old is None:
-            chosen[entry.name] = entry
-        elif old.value != entry.value or old.origin != entry.origin:
-            conflicts.setdefault(entry.name, [old]).append(entry)
-    return chosen, conflicts
+    from ..plugins import by_name
+
+    return by_name(_installed() + _from_env())
 
 
 def available() -> list[str]:
