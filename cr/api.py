@@ -49,7 +49,7 @@ _EXPORTS = {
     "CheckReport": "cr.store.authoring:CheckReport",
     "new": "cr.store.authoring:new",
     "rehash": "cr.store.authoring:rehash",
-    "check": "cr.store.authoring:check",
+    "check": "cr.run.check:check",  # the store's checks + model formats against the backends
     # planning and software (cr.resolve.plan, cr.software)
     "lock": "cr.resolve.plan:lock",
     "env_for": "cr.resolve.plan:env_for",

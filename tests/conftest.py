@@ -64,32 +64,6 @@ def make_component(repo: Path, kind: str, name: str, version: str = "1.0.0", **f
     return write_json(repo / kind / name / version / "meta.json", meta)
 
 
-def make_certs(folder: Path, names=("node",)) -> tuple[Path, dict[str, tuple[Path, Path]]]:
-    """A throwaway CA (ca.pem) and, per name, a certificate it signed for 127.0.0.1 and its key,
-    made with the openssl command (skips the test without it): (ca, {name: (cert, key)})."""
-    import shutil
-
-    if not shutil.which("openssl"):
-        pytest.skip("the openssl command is not installed")
-    folder.mkdir(parents=True, exist_ok=True)
-    ca_key, ca = folder / "ca.key", folder / "ca.pem"
-
-    def run(*a):
-        subprocess.run(["openssl", *map(str, a)], check=True, capture_output=True)
-
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=test-ca")
-    ext = folder / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    out = {}
-    for name in names:
-        key, csr, cert = folder / f"{name}.key", folder / f"{name}.csr", folder / f"{name}.pem"
-        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
-        run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "1",
-            "-extfile", ext)
-        out[name] = (cert, key)
-    return ca, out
-
-
 # Start-up checks: run the CLI in a child and list what it imported.
 IMPORT_PROBE = """
 import json, sys

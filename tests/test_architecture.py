@@ -20,7 +20,7 @@ from cr.runtime import registry
 from cr.runtime.job import JOB_FORMAT, Job, JobError
 from cr.software import envs
 from conftest import make_component, make_repo, write_json
-from test_detect import recipe_repo
+from helpers.recipes import recipe_repo
 
 FAST = {"min_duration_s": 0, "min_queries": 5, "warmup_queries": 0}
 

@@ -11,55 +11,13 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
-import sys
-import warnings
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import _env, make_component, make_repo, write_json
-
-ARCHIVE_CMDS = ("pack", "unpack")
-
-
-def _registered() -> bool:
-    from cr.cli.main import cli
-
-    return all(name in cli.list_commands(None) for name in ARCHIVE_CMDS)
-
-
-# Until cr/cli/main.py registers the commands, the CLI is started through a shim that
-# registers them first; once registered, this is exactly `python -m cr`.
-_SHIM = (
-    "import sys\n"
-    "from cr.cli import main as m, archive as a\n"
-    "for c in (a.pack, a.unpack):\n"
-    "    if c.name not in m.cli.commands: m.cli.add_command(c)\n"
-    "m.main(sys.argv[1:])\n"
-)
-
-
-def cr(home: Path, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    prefix = ["-m", "cr"] if _registered() else ["-c", _SHIM]
-    return subprocess.run(
-        [sys.executable, *prefix, *map(str, args)], capture_output=True, text=True,
-        env=_env({"CR_HOME": str(home)}), cwd=cwd, timeout=120,
-    )
-
-
-def ok(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert done.returncode == 0, f"exit {done.returncode}\nstdout: {done.stdout}\nstderr: {done.stderr}"
-    return done
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha_file(path: Path) -> str:
-    return sha(path.read_bytes())
+from conftest import make_component, make_repo, write_json
+from helpers.archive import REPO_META, _info, _write, cr, leftovers, ok, sha, sha_file
 
 
 def add_file(comp_dir: Path, rel: str, data: bytes) -> str:
@@ -107,11 +65,6 @@ def manifest_of(archive: Path) -> dict:
 
 def show(home: Path, ref: str) -> dict:
     return json.loads(ok(cr(home, "show", ref, "--json")).stdout)
-
-
-def leftovers(home: Path) -> list[str]:
-    """Everything under CR_HOME but its registry files (what a failed unpack must not leave)."""
-    return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.name not in ("repos.json", "repos.json.lock", "index.sqlite", "index.sqlite-wal", "index.sqlite-shm"))
 
 
 # -- round trips --------------------------------------------------------------------------
@@ -256,15 +209,6 @@ def test_another_archive_of_the_same_version_needs_force(team, tmp_path, cr_home
 # The crafted solution carries notes.txt (every file an archive holds must be listed by its component).
 SOL_META = {"uid": "00112233445566aa", "kind": "solution", "name": "evil-sol", "version": "1.0.0", "tags": [],
             "files": {"notes.txt": hashlib.sha256(b"hello\n").hexdigest()}}
-REPO_META = {"name": "evil-sol-1.0.0", "uid": "00112233445566bb", "version": "1.0.0"}
-
-
-def _info(name: str, *, mode: int = 0o100644, method: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
-    info.create_system = 3
-    info.external_attr = mode << 16
-    info.compress_type = method
-    return info
 
 
 def _manifest(members: list[tuple[str, bytes]], **changes) -> bytes:
@@ -283,18 +227,6 @@ def _base() -> list[tuple[str, bytes]]:
     return [("cr-repo.json", json.dumps(REPO_META).encode()),
             ("solution/evil-sol/1.0.0/meta.json", json.dumps(SOL_META).encode()),
             ("solution/evil-sol/1.0.0/notes.txt", b"hello\n")]
-
-
-def _write(path: Path, members, manifest: bytes | None) -> Path:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # zipfile warns about the duplicate names made on purpose
-        with zipfile.ZipFile(path, "w") as zf:
-            for item in members:
-                info, data = item if isinstance(item[0], zipfile.ZipInfo) else (_info(item[0]), item[1])
-                zf.writestr(info, data)
-            if manifest is not None:
-                zf.writestr(_info("manifest.json"), manifest)
-    return path
 
 
 def _listed(extra: list[tuple[str, bytes]], **changes) -> tuple[list, bytes]:

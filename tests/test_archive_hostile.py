@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import _env, make_component, make_repo, write_json
-from test_archive import REPO_META, _info, _write, cr, leftovers, ok, sha, sha_file
+from helpers.archive import REPO_META, _info, _write, cr, leftovers, ok, sha, sha_file
 
 NAME = "evil-sol"
 SOL_DIR = f"solution/{NAME}/1.0.0"

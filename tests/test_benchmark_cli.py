@@ -76,7 +76,7 @@ def test_json_output_and_solution_runs_inside_its_lock(run_cr, tmp_path):
 
 
 def test_a_solution_whose_software_is_missing_is_refused_with_the_fix(run_cr, tmp_path):
-    from test_detect import recipe_repo
+    from helpers.recipes import recipe_repo
 
     recipe_repo(tmp_path, {
         "name": "absent-thing",

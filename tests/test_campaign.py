@@ -8,15 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_component, make_repo
-
-FAST = {"inputs": "synthetic", "min_duration_s": 0, "min_queries": 10, "warmup_queries": 0, "max_duration_s": 0}
-
-
-def null_solution(repo: Path, name: str = "null-digits", **params) -> None:
-    """A solution of the shipped lenet-digits model on the null backend: no framework, a short run."""
-    make_component(repo, "solution", name, model="model:lenet-digits@1.0.0", backend="null",
-                   actions=[{"action": "benchmark", "params": {**FAST, **params}}],
-                   deps=["software:python@>=3.9", "software:numpy@>=1.23"])
+from helpers.campaign import FAST, null_solution
 
 
 def campaign(repo: Path, name: str = "sweep", **fields) -> Path:
@@ -51,7 +43,7 @@ def test_expansion_is_a_deterministic_product_with_include_and_exclude(repo, run
     settings = {(j["overrides"].get("threads"), j["overrides"].get("batch_size")) for j in jobs}
     assert settings == {(1, 1), (1, 4), (2, 1), (3, 1)}
     table = run_cr("campaign", "show", "sweep", "--jobs")
-    assert table.returncode == 0 and "16 job(s)" in table.stdout and "threads=3 batch_size=1" in table.stdout
+    assert table.returncode == 0 and "16 job(s)" in table.stdout and "threads=3 batch=1" in table.stdout
 
 
 def test_solutions_by_tag_query(repo, run_cr):

@@ -15,30 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, make_certs, make_component, make_repo
-from test_campaign import null_solution
-from test_dashboard import browser  # noqa: F401  (the Chromium fixture)
+from conftest import ROOT, make_component, make_repo
+from helpers.campaign import null_solution
+from helpers.cluster import make_certs, start_cr as _start, wait_line as _wait_line
+from helpers.dashboard import browser  # noqa: F401  (the Chromium fixture)
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 FIXTURES = ROOT / "tests" / "fixtures" / "platforms"
-
-
-def _start(args, env, log: Path):
-    out = open(log, "w")
-    return subprocess.Popen([sys.executable, "-m", "cr", *map(str, args)], stdout=out, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)
-
-
-def _wait_line(log: Path, word: str, proc, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log.read_text().splitlines():
-            if line.startswith(word):
-                return line
-        assert proc.poll() is None, log.read_text()
-        time.sleep(0.1)
-    raise AssertionError(f"no {word!r} line in {log}: {log.read_text()}")
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +115,7 @@ def test_jobs_land_only_on_matching_workers_and_never_overlap(cluster):
 
 
 def test_the_dashboard_shows_the_campaign_matrix_of_three_workers(cluster, browser, tmp_path):
-    from test_dashboard import _wait
+    from helpers.dashboard import _wait
 
     addr, env, workers, repo, base = cluster
     site = tmp_path / "site"

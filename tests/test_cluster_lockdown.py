@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_certs, make_component, make_repo
+from conftest import make_component, make_repo
+from helpers.campaign import null_solution
+from helpers.cluster import listening, make_certs, start_cr as _start, wait_line as _wait_line
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
-FAST = {"inputs": "synthetic", "min_duration_s": 0, "min_queries": 10, "warmup_queries": 0, "max_duration_s": 0}
 
 SCHEDULER_ROUTES = ("run_on_scheduler", "run_on_scheduler_builtin", "scheduler_plugin", "upload_file",
                     "task_argument", "rpc_pickled_argument", "raw_dask_frames", "raw_frames_after_cr_magic",
@@ -209,23 +210,6 @@ print("sent", n * len(ids))
 '''
 
 
-def _start(args, env, log: Path):
-    out = open(log, "w")
-    return subprocess.Popen([sys.executable, "-m", "cr", *map(str, args)], stdout=out, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)
-
-
-def _wait_line(log: Path, word: str, proc, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log.read_text().splitlines():
-            if line.startswith(word):
-                return line
-        assert proc.poll() is None, log.read_text()
-        time.sleep(0.1)
-    raise AssertionError(f"no {word!r} line in {log}: {log.read_text()}")
-
-
 def _stop(procs) -> None:
     for p in procs:
         if p.poll() is None:
@@ -235,37 +219,6 @@ def _stop(procs) -> None:
             p.wait(timeout=15)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
-
-
-def listening(pid: int) -> list[tuple[str, int]]:
-    """The (address, port) pairs process pid listens on (TCP, IPv4 and IPv6)."""
-    try:
-        import psutil
-    except ImportError:
-        return _listening_proc(pid)
-    conns = psutil.Process(pid).net_connections(kind="inet")
-    return sorted((c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN)
-
-
-def _listening_proc(pid: int) -> list[tuple[str, int]]:
-    import ipaddress
-
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        target = os.readlink(fd)
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    out = []
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
-            cols = line.split()
-            if cols[3] != "0A" or cols[9] not in inodes:  # 0A: LISTEN
-                continue
-            hexaddr, hexport = cols[1].split(":")
-            raw = bytes.fromhex(hexaddr)
-            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # per 32-bit word, host order
-            out.append((str(ipaddress.ip_address(raw)), int(hexport, 16)))
-    return sorted(out)
 
 
 def _cluster(base: Path, tls: dict | None):
@@ -280,9 +233,7 @@ def _cluster(base: Path, tls: dict | None):
                     env, base / "w1.log")
     _wait_line(base / "w1.log", "worker w1", worker)
     repo = make_repo(base / "comps", "comps")
-    make_component(repo, "solution", "null-digits", model="model:lenet-digits@1.0.0", backend="null",
-                   actions=[{"action": "benchmark", "params": FAST}],
-                   deps=["software:python@>=3.9", "software:numpy@>=1.23"])
+    null_solution(repo)
     assert subprocess.run([sys.executable, "-m", "cr", "repo", "add", str(repo)], env=env, capture_output=True).returncode == 0
     return addr, env, sched, worker, sched_tls, repo
 

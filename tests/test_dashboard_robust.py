@@ -22,7 +22,7 @@ from cr.dashboard import build, sample
 from cr.events import CollectingReporter, set_reporter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dashboard import _load_js  # noqa: E402  (the data-file reader of the dashboard tests)
+from helpers.dashboard import _load_js  # noqa: E402  (the data-file reader of the dashboard tests)
 
 RECORDS = 6000
 LINUX = sys.platform.startswith("linux")

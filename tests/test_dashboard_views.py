@@ -24,7 +24,7 @@ from cr.platform import detect
 from cr.results.validate import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dashboard import PLATFORMS, _load_js, _open, _rows, _wait, browser, page, write  # noqa: E402,F401  (fixtures)
+from helpers.dashboard import PLATFORMS, _load_js, _open, _rows, _wait, browser, page, write  # noqa: E402,F401  (fixtures)
 
 MIB = 1 << 20
 
@@ -414,7 +414,7 @@ def _templates() -> list[dict]:
                                      error={"kind": "crash", "type": "Signal", "message": "SIGSEGV", "hint": "h",
                                             "stderr_tail": "boom"})
     locked = copy.deepcopy(bench)
-    from test_dashboard import LOCK
+    from helpers.dashboard import LOCK
     locked["lock"] = copy.deepcopy(LOCK)
     other = sample.validate_record("run-net", "tflite", "tflite", "fp32", laptop, 0.9, uid="0" * 16,
                                    started="2026-12-03T12:00:00.000Z")  # a configuration with `cr run` results only

@@ -9,39 +9,18 @@ import json
 import os
 import platform as pyplatform
 import re
-import secrets
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-import cr.api as api
 from cr.events import CollectingReporter, set_reporter
 from cr.software import envs
 from cr.software.detect import detect
 from cr.software.host import canonical_interpreter
 
-from conftest import make_repo, write_json
-
-
-def recipe_repo(tmp_path: Path, *recipes: dict) -> Path:
-    """A registered repository of test recipes (layout 'name', like recipes/)."""
-    repo = make_repo(tmp_path / "testrecipes", "testrecipes", layout="name", kind="software", meta_file="recipe.json")
-    for r in recipes:
-        write_json(repo / r["name"] / "recipe.json", {"uid": secrets.token_hex(8), "kind": "software", "version": "1.0.0", **r})
-    api.repo_add(repo)
-    return repo
-
-
-def fake_exe(bindir: Path, name: str, output: str, sleep: float = 0) -> Path:
-    bindir.mkdir(parents=True, exist_ok=True)
-    path = bindir / name
-    body = f"sleep {sleep}\n" if sleep else ""
-    path.write_text(f"#!/bin/sh\n{body}cat <<'CR_EOF'\n{output}CR_EOF\n")
-    path.chmod(0o755)
-    return path
+from helpers.recipes import fake_exe, recipe_repo
 
 
 @pytest.fixture

@@ -23,13 +23,9 @@ from cr.events import CollectingReporter, set_reporter
 from cr.software import download, envs, host
 from cr.software.install import install
 
-from test_detect import recipe_repo
+from helpers.recipes import recipe_repo
+from helpers.install import SIX
 
-SIX = {
-    "name": "six",
-    "detect": [{"type": "python", "module": "six", "distribution": "six", "attribute": "__version__"}],
-    "install": [{"method": "pip", "packages": ["six=={version}"], "versions": ["1.17.0", "1.16.0"]}],
-}
 # A recipe offering a version that does not exist on the index: pip fails mid-install.
 SIX_MISSING = {**SIX, "name": "six-missing", "install": [{"method": "pip", "packages": ["six=={version}"], "versions": ["99.0.0"]}]}
 
@@ -399,7 +395,7 @@ def test_apt_as_root_installs_then_detects(tmp_path, cr_home, monkeypatch):
 
 def test_apt_software_already_present_is_returned_without_running_apt(tmp_path, cr_home, monkeypatch):
     calls = _spy_bin(tmp_path, monkeypatch)
-    from test_detect import fake_exe
+    from helpers.recipes import fake_exe
 
     tool = fake_exe(tmp_path / "have", "crapttool", "crapttool 4.1.0\n")
     monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")

@@ -10,7 +10,7 @@ import pytest
 from cr.errors import CRError
 from cr.runtime import loadgen
 from cr.runtime.harness import Settings, benchmark
-from test_harness import Counting, batches, null
+from helpers.harness import Counting, batches, null
 
 pytest.importorskip("mlperf_loadgen")
 

@@ -13,8 +13,8 @@ from cr.errors import CRError
 from cr.resolve.compose import compose
 from cr.software import envs
 from conftest import make_component, make_repo, write_json
-from test_detect import recipe_repo
-from test_install import SIX
+from helpers.recipes import recipe_repo
+from helpers.install import SIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "platforms"
 # six is installed in the test interpreter too (a dependency of the frameworks): this recipe's

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -17,10 +15,10 @@ import pytest
 
 from cr.platform import energy, state
 from cr.platform.sources import CapturedSource, HostSource
+from helpers.machine_state import FAST, _fake_tool, _meter_script
 
 FIX = Path(__file__).parent / "fixtures" / "state"
 GARBLED = Path(__file__).parent / "fixtures" / "platforms" / "garbled"
-FAST = ["--backend", "null", "--min-duration", "1", "--min-queries", "10", "--warmup", "0"]
 
 
 def snap(name: str) -> dict:
@@ -201,12 +199,6 @@ def test_power_meters_integrate_over_time(tmp_path):
 
 # -- tools on PATH: real outputs, and ones that hang ------------------------------------------
 
-def _fake_tool(bin_dir: Path, name: str, body: str) -> None:
-    bin_dir.mkdir(exist_ok=True)
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport sys, time\n" + textwrap.dedent(body))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-
 
 def test_live_vcgencmd_and_nvidia_smi_outputs_are_read(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
@@ -235,11 +227,6 @@ def test_a_hanging_vcgencmd_and_nvidia_smi_are_killed_and_read_as_unknown(tmp_pa
     t0 = time.monotonic()
     state.snapshot(source)  # a tool that hung once is not asked again
     assert time.monotonic() - t0 < 0.5
-
-
-def _meter_script(tmp_path, body: str) -> str:
-    _fake_tool(tmp_path / "bin", "meter", body)
-    return str(tmp_path / "bin" / "meter")
 
 
 def test_an_external_meter_command_that_hangs_or_prints_nothing_says_why(tmp_path, monkeypatch):

@@ -13,8 +13,8 @@ from cr.dashboard import build
 from cr.events import CollectingReporter, set_reporter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dashboard import _open, _wait, browser, page  # noqa: E402,F401  (fixtures)
-from test_machine_state import FAST, _meter_script  # noqa: E402
+from helpers.dashboard import _open, _wait, browser, page  # noqa: E402,F401  (fixtures)
+from helpers.machine_state import FAST, _meter_script  # noqa: E402
 
 
 @pytest.mark.slow

@@ -275,7 +275,7 @@ def test_load_json_returns_the_object(tmp_path):
         ("model", {"name": "LeNet"}, "/name", "found \"LeNet\""),
         ("model", {"tags": "onnx"}, "/tags", 'expected array, found "onnx"'),
         ("model", {"description": None}, "/description", "expected string, found null"),
-        ("model", {"format": "pickle"}, "/format", 'found "pickle"'),
+        ("model", {"format": "My Format"}, "/format", 'lowercase letters and digits, words joined by \'-\', at most 64 characters (e.g. onnx, torch-state-dict), found "My Format"'),
         ("dataset", {"samples": -1}, "/samples", "expected a number >= 0, found -1"),
         ("dataset", {"samples": "150"}, "/samples", 'expected integer, found "150"'),
         ("platform", {"cpu": {"cores": 0}}, "/cpu/cores", "expected a number >= 1, found 0"),
@@ -622,6 +622,7 @@ FORMAT_EXAMPLES = {  # format: (conforming, not conforming)
     "pep508-marker": (["platform_machine == \"aarch64\"", "python_version >= \"3.9\""], ["os_name", "", "sys_platform == 'linux' and"]),
     "relative-path": (["model.onnx", "sub/dir/x.bin", "a/..b"], ["../x", "/abs", "a\\b", "C:x", "", "a/../b"]),
     "regex": ([r"Python (\d+)", "", "[a-z]+"], ["(", "a{2,1}"]),
+    "model-format": (["onnx", "trt-plan", "npy-matrix", "x" * 64], ["Onnx", "a--b", "-a", "onnx\n", "x" * 65, ""]),
 }
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cr.results.summary import platform_description
-from test_dashboard import browser, page  # noqa: F401  (fixtures: Debian Chromium, skipped without it)
+from helpers.dashboard import browser, page  # noqa: F401  (fixtures: Debian Chromium, skipped without it)
 from cr.platform import Platform, detect, parse
 from cr.software.recipe import Recipe
 from cr.store.meta import load_json, validate
@@ -290,7 +290,7 @@ def test_dashboard_shows_emulated_and_real_pi_apart(tmp_path, page):
     from cr.events import CollectingReporter, set_reporter
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_dashboard import _load_js, _open, _rows, write
+    from helpers.dashboard import _load_js, _open, _rows, write
 
     import random
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dashboard import _open, _wait, browser, page  # noqa: E402,F401  (fixtures)
+from helpers.dashboard import _open, _wait, browser, page  # noqa: E402,F401  (fixtures)
 
 
 @pytest.fixture

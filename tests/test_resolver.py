@@ -89,3 +89,35 @@ def test_giving_up_on_a_deep_conflict_still_names_the_fighting_requirements():
     assert "gave up after 200 rounds" in message
     assert "me needs leaf>=2" in message and "c11 (2.0, 1.0) needs leaf<1" in message
     assert "recipe leaf offers 2.0, 0.5" in message
+
+
+def test_a_conflict_keeps_its_causes_as_data():
+    """A caller can render a conflict its own way: each cause names the requirement, who
+    asked and what is on offer here, the same facts as the message."""
+    case = json.loads((Path(__file__).parent / "resolver_cases" / "armv7l-conflict.json").read_text())
+    request = [parse_requirement(r, requested_by="solution:demo@1.0.0") for r in case["request"]]
+    with pytest.raises(ResolutionConflict) as err:
+        resolve(request, _universe(case))
+    assert "solution:demo@1.0.0 needs onnxruntime>=1.18" in err.value.message  # the message stays
+    causes = [c.to_dict() for c in err.value.causes]
+    assert causes == [{"software": "onnxruntime", "requirement": "software:onnxruntime@>=1.18",
+                       "requested_by": "solution:demo@1.0.0", "candidates": ["1.16.3 (installable)"]}]
+
+
+def test_giving_up_keeps_the_latest_causes():
+    def recipe(name, versions, deps):
+        meta = {"uid": "0" * 16, "kind": "software", "name": name, "version": "1.0.0", "deps": deps,
+                "install": [{"method": "pip", "versions": versions, "packages": [name + "=={version}"]}]}
+        return Recipe.from_meta(meta)
+
+    chain = [f"c{k}" for k in range(12)]
+    recipes = {n: recipe(n, ["1.0", "2.0"], [f"software:{chain[k + 1]}" if k + 1 < len(chain) else "software:leaf@<1"]) for k, n in enumerate(chain)}
+    recipes["leaf"] = recipe("leaf", ["0.5", "2.0"], [])
+    universe = Universe([], recipes, {"platform_machine": "x86_64"})
+    request = [parse_requirement("software:c0", requested_by="me"), parse_requirement("software:leaf@>=2", requested_by="me")]
+    with pytest.raises(ResolutionConflict) as err:
+        resolve(request, universe, max_rounds=200)
+    by_asker = {c.requested_by: c for c in err.value.causes}
+    assert by_asker["me"].requirement == "software:leaf@>=2"
+    assert any(who.startswith("c11 ") and c.requirement == "software:leaf@<1" for who, c in by_asker.items())
+    assert all(c.software == "leaf" and c.candidates == ("2.0 (installable)", "0.5 (installable)") for c in err.value.causes)

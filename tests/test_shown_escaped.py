@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import _env
-from test_trust import MARK, author_archive, recipe
+from helpers.trust import MARK, author_archive, recipe
 
 from cr.textsafe import shown
 

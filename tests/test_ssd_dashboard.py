@@ -17,7 +17,7 @@ from cr.events import CollectingReporter, set_reporter
 from cr.results.validate import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dashboard import PLATFORMS, _load_js, _open, _rows, _wait, browser, page, write  # noqa: E402,F401  (fixtures)
+from helpers.dashboard import PLATFORMS, _load_js, _open, _rows, _wait, browser, page, write  # noqa: E402,F401  (fixtures)
 
 # (backend, variant, precision, p50 ns, AP, AP50)
 SSD = (("tensorflow", "tf-frozen-graph", "fp32", 75_700_000, 0.8337, 1.0),

@@ -116,3 +116,81 @@ def test_an_archive_whose_solution_has_a_shipped_name_and_version_is_refused_nam
         errors = [ln for ln in done.stderr.splitlines() if ln.startswith("Error: ")]
         assert done.returncode == 1 and len(errors) == 1, done.stdout + done.stderr
         assert "'builtin'" in errors[0] and "differs" in errors[0] and "outcome: PASS" not in done.stdout, errors
+
+
+def test_a_lock_made_elsewhere_cannot_bring_exports_or_an_interpreter(tmp_path, run_cr):
+    """A lock is data; its exports are code when they name a PYTHONPATH folder (its
+    sitecustomize.py runs in the child) or an LD_PRELOAD library, and its interpreter is a
+    program: from a lock file that this machine did not make, they are refused."""
+    marker = tmp_path / MARK
+    made = tmp_path / "here.json"
+    assert run_cr("resolve", "model:iris-logreg", "-o", made).returncode == 0
+    args = ("benchmark", "model", "iris-logreg", "--backend", "null", "--min-duration", "0", "--min-queries", "5")
+    ok = run_cr(*args, "--lock", made)
+    assert ok.returncode == 0, ok.stderr  # made here: it runs
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    lock = json.loads(made.read_text())
+    numpy = next(s for s in lock["software"] if s["name"] == "numpy")
+    numpy["exports"] = {"PYTHONPATH": [str(planted)]}
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps(lock))
+    done = run_cr(*args, "--lock", hostile)
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("Error: ")]
+    assert done.returncode == 1 and len(errors) == 1 and "PYTHONPATH" in errors[0] and str(planted) in errors[0], done.stderr
+    assert "cr resolve model:iris-logreg" in done.stderr and not marker.exists()
+    lock = json.loads(made.read_text())
+    lock["interpreter"] = str(planted / "python3")
+    hostile.write_text(json.dumps(lock))
+    done = run_cr(*args, "--lock", hostile)
+    assert done.returncode == 1 and "interpreter" in done.stderr and not marker.exists(), done.stderr
+
+
+def _marker_library(folder, marker) -> str | None:
+    """A shared library that creates marker when it is loaded (None without a C compiler)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    src = folder / "evil.c"
+    src.write_text('#include <stdio.h>\n__attribute__((constructor)) static void ran(void) '
+                   f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    lib = folder / "libevil.so"
+    if subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True).returncode:
+        return None
+    return str(lib)
+
+
+def test_a_delegate_library_named_by_an_archive_solution_is_code_needing_consent(tmp_path, run_cr):
+    pytest.importorskip("ai_edge_litert")
+    marker = tmp_path / MARK
+    library = _marker_library(tmp_path, marker)
+    if library is None:
+        pytest.skip("no C compiler to build the library")
+    repo = tmp_path / "author-repo"
+    folder = repo / "solution" / "deleg-sol" / "1.0.0"
+    folder.mkdir(parents=True)
+    (repo / "cr-repo.json").write_text(json.dumps({"name": "author", "uid": "2b3c4d5e6f708192", "version": "1.0.0"}))
+    (folder / "meta.json").write_text(json.dumps({
+        "uid": "3c4d5e6f70819203", "kind": "solution", "name": "deleg-sol", "version": "1.0.0", "tags": [],
+        "model": "model:lenet-digits@1.0.0", "backend": "tflite", "pipeline": {"variant": "tflite"},
+        "backend_options": {"delegates": [{"library": library}]},
+        "actions": [{"action": "benchmark", "params": {"min_duration_s": 0, "min_queries": 5, "inputs": "synthetic"}}],
+        "deps": []}))
+    author = {"CR_HOME": str(tmp_path / "author-home")}
+    assert run_cr("repo", "add", str(repo), env=author).returncode == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_cr("pack", "solution", "deleg-sol", "-o", out, env=author).returncode == 0
+    (archive,) = out.glob("*.cr.zip")
+    done = run_cr("reproduce", archive, timeout=300)
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("Error: ")]
+    assert done.returncode == 1 and len(errors) == 1, done.stdout + done.stderr
+    assert "native code (tflite option delegates)" in errors[0] and "libevil.so" in errors[0], errors
+    assert not marker.exists()
+    bench = run_cr("benchmark", "solution", "deleg-sol", timeout=300)  # unpacked now, still untrusted
+    assert bench.returncode == 1 and "native code" in bench.stderr and not marker.exists(), bench.stderr
+    # the same options given by the user (-O) are the user's own choice: the library loads
+    mine = run_cr("benchmark", "model", "lenet-digits", "--backend", "tflite", "--variant", "tflite", "--min-duration", "0",
+                  "--min-queries", "5", "-O", f'delegates=[{{"library": "{library}"}}]', timeout=300)
+    assert marker.exists(), mine.stderr

@@ -14,7 +14,7 @@ from cr.events import CollectingReporter, set_reporter
 from cr.platform import detect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dashboard import PLATFORMS, _open, _wait, browser, page, write  # noqa: E402,F401  (fixtures)
+from helpers.dashboard import PLATFORMS, _open, _wait, browser, page, write  # noqa: E402,F401  (fixtures)
 
 PHASES = {"load_s": 0.31, "inputs_s": 0.02, "first_inference_s": 0.0024, "first_inference_in": "warmup",
           "warmup": {"until_stable": True, "window": 10, "threshold": 0.05, "min_queries": 100, "max_queries": 1000,

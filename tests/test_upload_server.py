@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from test_publish import ROOT, TOKEN, Server, _env, _record
+from helpers.publish import ROOT, TOKEN, Server, _env, _record
 
 # Measured on the 2-vCPU test VM (docs/dashboard.md): the ThreadingHTTPServer this replaced
 # peaked at 489 MB with one 67 MB upload of latencies and at 2,565 MB with six at once, and

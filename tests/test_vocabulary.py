@@ -12,7 +12,7 @@ from cr.results.summary import (
     config_differences, config_key, config_label, describe_difference, platform_description, value_text,
 )
 
-from test_dashboard import _load_js, _rows  # noqa: E402  (the site's data format, read as its own tests read it)
+from helpers.dashboard import _load_js, _rows  # noqa: E402  (the site's data format, read as its own tests read it)
 
 
 def _ok(done):

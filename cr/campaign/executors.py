@@ -149,21 +149,9 @@ class ExecutorEntry:
 
 def entries() -> tuple[dict[str, ExecutorEntry], dict[str, list[ExecutorEntry]]]:
     """(name -> entry, name -> the conflicting entries of names registered twice); nothing imported."""
-    from importlib import metadata
+    from ..plugins import by_name, installed
 
-    every = metadata.entry_points()
-    chosen: dict[str, ExecutorEntry] = {}
-    conflicts: dict[str, list[ExecutorEntry]] = {}
-    # Python 3.9 answers a dict of groups; later versions, something to select() from
-    for ep in every.select(group=GROUP) if hasattr(every, "select") else every.get(GROUP, []):
-        dist = getattr(ep, "dist", None)
-        who = f"distribution {dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
-        entry, old = ExecutorEntry(ep.name, ep.value, who), chosen.get(ep.name)
-        if old is None:
-            chosen[ep.name] = entry
-        elif old != entry:
-            conflicts.setdefault(ep.name, [old]).append(entry)
-    return chosen, conflicts
+    return by_name([ExecutorEntry(*found) for found in installed(GROUP)])
 
 
 def available() -> list[str]:

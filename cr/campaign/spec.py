@@ -90,12 +90,15 @@ class CampaignJob:
 
     @property
     def setting(self) -> str:
-        """The overrides in a few words: 'threads=2 batch_size=8' (or 'as declared')."""
+        """The overrides in the results vocabulary's words: 'threads=2 batch=8' (or 'as declared')."""
+        from ..results.summary import field_name, value_text
+
         parts = []
         for key in MATRIX_KEYS:
             if key in self.overrides:
                 value = self.overrides[key]
-                parts.append(f"{key}={json.dumps(value, sort_keys=True, separators=(',', ':')) if isinstance(value, dict) else value}")
+                shown = json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, dict) else value_text(value)
+                parts.append(f"{field_name(key)}={shown}")
         return " ".join(parts) or "as declared"
 
     @property
@@ -259,6 +262,13 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
             where = "/matrix/backend_options" if point.get("backend_options") else "/matrix/backend"
             whose = f" (solution {sol['ref']}" + (f" declares backend_options {sorted(own)}" if own else "") + ")"
             raise CRError(f"{_where(campaign, where)}: {exc.message}{whose}", hint=exc.hint) from None
+    if point.get("backend_options"):  # a campaign you have not trusted cannot name native code to load
+        from ..run.actions import code_option_items
+        from ..store import trust
+        from ..store.catalog import show
+
+        trust.require(code_option_items(show(campaign.ref, verify=False), entry, point["backend_options"]),
+                      f"expanding {campaign.ref}")
 
 
 def job_id(sol: dict, overrides: dict, platform: str, target: dict, repetition: int, actions, params: dict) -> str:
@@ -311,12 +321,13 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
 
 def run_kwargs(job: Job) -> tuple[dict, dict]:
     """(overrides per action for run_declared, its backend/variant/backend_options kw) of a job."""
+    from ..run.hooks import actions_for
     from ..store.catalog import show
 
     kw = {k: job.overrides[k] for k in ("backend", "variant", "backend_options") if k in job.overrides}
     given = {k: job.overrides[k] for k in PARAM_KEYS if k in job.overrides}
     overrides = {}
-    for action in ("benchmark", "validate", "run"):
+    for action in actions_for("solution"):  # every action a solution may declare (their metas' applies_to)
         props = (show(f"action:{action}", verify=False)["meta"].get("parameters") or {}).get("properties") or {}
         overrides[action] = {**(job.params.get(action) or {}), **{k: v for k, v in given.items() if k in props}}
     return overrides, kw

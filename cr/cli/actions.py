@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from . import output
-from .options import BackendOption, backend_options
+from .actionopts import conclude, finish, kept, one, show, status, target_options
+from .options import backend_options
 
 
 def _diff(pair: dict) -> str:
@@ -59,54 +60,6 @@ def _summary_rows(record: dict) -> list[list]:
     return rows
 
 
-def _target_options(f):
-    """--backend, --variant, --dataset, --split, -O, --lock: how every action picks what it runs."""
-    for opt in reversed([
-        click.option("--backend", cls=BackendOption, help="Backend name (cr.backends entry point): {backends}."),
-        click.option("--variant", help="Model variant to run (default: the first the backend loads, fp32 first); see cr show MODEL."),
-        click.option("--dataset", "dataset", metavar="REF", help="Dataset (default: the solution's, else the model meta's)."),
-        click.option("--split", help="Dataset split: test, train or all (default: the model meta's, else test)."),
-        click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable), e.g. -O graph_optimization_level=basic."),
-        click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), help="Run inside this lock's interpreter and environment."),
-        click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here."),
-        click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON."),
-        click.option("--no-store", "store", is_flag=True, default=True, flag_value=False,
-                     help="Do not keep the result in the results store (cr results list)."),
-        click.option("--install", is_flag=True,
-                     help="Install what running the model needs and is missing here (its lock's software) first."),
-    ]):
-        f = opt(f)
-    return f
-
-
-def _kept(call):
-    """(what call returns, None), or, when the results store did not take a record,
-    (the records it carries: one, or a list for a solution, NotStored): the result is shown
-    first, then the command fails naming the file the record was kept in."""
-    from ..run.actions import NotStored
-
-    try:
-        return call(), None
-    except NotStored as exc:
-        return exc.records, exc
-
-
-def _conclude(not_stored, *checks) -> None:
-    """Run each check (each raises CRError for a failure the user must see); the first one
-    that fails is the Error, and a record not stored is then a warning; else NotStored is."""
-    from ..errors import CRError
-
-    for check in checks:
-        try:
-            check()
-        except CRError:
-            if not_stored is not None:
-                output.warn(not_stored.message + (f" ({not_stored.hint})" if not_stored.hint else ""))
-            raise
-    if not_stored is not None:
-        raise not_stored
-
-
 def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, common: dict, lock=None) -> None:
     """A solution's declared actions (all, or only one kind): one table, every result stored."""
     from ..run import solution
@@ -115,7 +68,7 @@ def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, 
     from .solution import SOLUTION_HEADERS, solution_rows
 
     overrides = {k: {p: v for p, v in params.items() if v is not None} for k, params in overrides.items()}
-    records, not_stored = _kept(lambda: solution.run_declared(ref, only=only, overrides=overrides, store=store,
+    records, not_stored = kept(lambda: solution.run_declared(ref, only=only, overrides=overrides, store=store,
                                                               output_dir=out, lock=lock, **common))
     if as_json:
         output.emit_json([to_json(r) for r in records])
@@ -130,7 +83,7 @@ def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, 
             error = failed[0].get("error") or {}
             raise CRError(f"{failed[0]['action']} failed: {error.get('message')}", hint=error.get("hint"))
 
-    _conclude(not_stored, runs_ok, *[lambda r=r: _check_tolerance(r.get("validation") or {}) for r in records])
+    conclude(not_stored, runs_ok, *[lambda r=r: _check_tolerance(r.get("validation") or {}) for r in records])
 
 
 def _check_tolerance(validation: dict) -> None:
@@ -144,43 +97,9 @@ def _check_tolerance(validation: dict) -> None:
                   hint="check the pre-processing (pipeline sha256 in the result), the variant and the software versions against the model's")
 
 
-def _show(record: dict, out, as_json: bool, table=None) -> None:
-    """The result as JSON or (when it succeeded) as the table; the -o file named."""
-    from ..results.record import to_json
-
-    if as_json:
-        output.emit_json(to_json(record))
-    elif record["status"] == "ok" and table is not None:
-        table()
-    if out:
-        click.echo(f"result: {out}", err=True)
-
-
-def _status(record: dict) -> None:
-    """CRError for a run that failed."""
-    from ..errors import CRError
-
-    if record["status"] != "ok":
-        error = record.get("error") or {}
-        hint = error.get("hint") or ""
-        if record.get("uid") and (error.get("traceback") or error.get("stderr_tail")):
-            hint = (hint + "; " if hint else "") + f"its traceback and output: cr results show {record['uid']}"
-        raise CRError(error.get("message", f"the {record['action']} failed"), hint=hint or None)
-
-
-def _finish(record: dict, out, as_json: bool, table=None, not_stored=None) -> None:
-    _show(record, out, as_json, table)
-    _conclude(not_stored, lambda: _status(record))
-
-
-def _one(result):
-    """A record from _kept()'s first value (NotStored carries a list)."""
-    return result[0] if isinstance(result, list) else result
-
-
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
-@_target_options
+@target_options
 @click.option("--scenario", type=click.Choice(["single-stream", "multi-stream", "offline", "server"]))
 @click.option("--min-duration", "min_duration_s", type=float, help="Minimum timed duration in seconds.")
 @click.option("--min-queries", type=int, help="Minimum number of timed queries.")
@@ -216,11 +135,11 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     if ref.kind == "solution":
         _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common, lock=lock_file)
         return
-    record, not_stored = _kept(lambda: run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store,
+    record, not_stored = kept(lambda: run_benchmark(str(ref), params=params, lock=lock_file, output=out, store=store,
                                                             install=install, **common))
-    record = _one(record)
+    record = one(record)
     title = f"{record['components'][0]['ref']} on {record['backend']['name']}"
-    _show(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
+    show(record, out, as_json, lambda: output.table(["METRIC", "VALUE"], _summary_rows(record), title=title))
 
     def invalid():
         if record.get("profile"):
@@ -231,12 +150,12 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 
     from .trust import warn_unstable
 
-    _conclude(not_stored, lambda: _status(record), invalid, lambda: warn_unstable(record["metrics"]))
+    conclude(not_stored, lambda: status(record), invalid, lambda: warn_unstable(record["metrics"]))
 
 
 @click.command("run")
 @click.argument("ref", nargs=-1, required=True)
-@_target_options
+@target_options
 @click.option("-i", "--input", "inputs", multiple=True, type=click.Path(exists=True, dir_okay=False), help="A file to run (image or .npy; repeatable). Default: dataset samples.")
 @click.option("--limit", type=int, help="Dataset samples to run (default 8).")
 @click.option("--top-k", type=int, help="Classes shown per sample (default 5).")
@@ -267,7 +186,7 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
     if ref.kind == "solution":
         from ..run import solution
 
-        records, not_stored = _kept(lambda: solution.run_declared(str(ref), only="run", overrides={"run": params}, store=store,
+        records, not_stored = kept(lambda: solution.run_declared(str(ref), only="run", overrides={"run": params}, store=store,
                                                                   lock=lock_file, **common))
         record = records[0]
         if out:
@@ -275,9 +194,9 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 
             write(record, out)
     else:
-        record, not_stored = _kept(lambda: run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store,
+        record, not_stored = kept(lambda: run_action("run", str(ref), params=params, lock=lock_file, output=out, store=store,
                                                          install=install, **common))
-        record = _one(record)
+        record = one(record)
 
     def table():
         if record.get("stream"):
@@ -293,12 +212,12 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
             rows.append([p["id"], "" if p.get("label") is None else p["label"], shown])
         output.table(["SAMPLE", "LABEL", "PREDICTION"], rows, title=f"{record['components'][0]['ref']} on {record['backend']['name']}")
 
-    _finish(record, out, as_json, table, not_stored)
+    finish(record, out, as_json, table, not_stored)
 
 
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
-@_target_options
+@target_options
 @click.option("--parity", metavar="B1,B2[,...]", help="Compare these backends' outputs on the same samples (max abs diff, top-1 agreement).")
 @click.option("--parity-atol", type=float, help="--parity: largest allowed max abs difference (default 1e-4).")
 @click.option("--limit", type=int, help="Use at most this many samples.")
@@ -336,15 +255,15 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
             output.table(["BACKENDS", "SAMPLES", "MAX ABS DIFF", "TOP-1 AGREEMENT", ""], rows,
                          title=f"parity of {record['components'][0]['ref']} (tolerance {p.get('tolerance', 0):g})")
 
-        _finish(record, out, as_json, table)
+        finish(record, out, as_json, table)
         if p.get("outcome") != "PASS":
             bad = [x for x in p.get("pairs") or [] if not x["ok"]]
             detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {_diff(x)}, top-1 agreement {x['top1_agreement']:.4f}"
                                + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return
-    record, not_stored = _kept(lambda: run_validate(ref, backend=backend, params=params, store=store, install=install, **common))
-    record = _one(record)
+    record, not_stored = kept(lambda: run_validate(ref, backend=backend, params=params, store=store, install=install, **common))
+    record = one(record)
     v = record.get("validation") or {}
 
     def table():
@@ -357,5 +276,5 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         rows.append(["pipeline sha256", (record.get("pipeline") or {}).get("sha256", "")[:16]])
         output.table(["METRIC", "VALUE"], rows, title=f"{record['components'][0]['ref']} ({(record.get('pipeline') or {}).get('variant')}) on {record['backend']['name']}")
 
-    _show(record, out, as_json, table)
-    _conclude(not_stored, lambda: _status(record), lambda: _check_tolerance(v))
+    show(record, out, as_json, table)
+    conclude(not_stored, lambda: status(record), lambda: _check_tolerance(v))

@@ -84,7 +84,9 @@ def new(kind, name, version, tags, repo, description, as_json):
 @click.argument("target", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def check(target, as_json):
-    """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF."""
+    """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF.
+
+    A model format that no registered backend loads is a warning, not a problem."""
     from ..api import check as api_check
     from ..store.refs import parse_ref_words
 
@@ -102,7 +104,10 @@ def check(target, as_json):
     else:
         for p in report.problems:
             click.echo(str(p))
-        click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)"), err=True)
+        for p in report.warnings:
+            output.warn(str(p))
+        warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
+        click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)") + warned, err=True)
     if not report.ok:
         raise SystemExit(1)
 

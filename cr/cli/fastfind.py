@@ -84,5 +84,11 @@ def main(args: list[str]) -> int | None:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - a full disk is one Error: line; anything else is a bug
+        said = output.environment_error(exc)
+        if said is None:
+            raise
+        output.error(*said)
+        return 1
     return 0
 

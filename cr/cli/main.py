@@ -63,7 +63,7 @@ _COMMANDS = {
     "pack": "archive:pack", "unpack": "archive:unpack", "init": "solution:init",
     "reproduce": "solution:reproduce", "results": "results:results", "dashboard": "dashboard:dashboard",
     "publish": "publish:publish", "campaign": "campaign:campaign", "scheduler": "campaign:scheduler",
-    "worker": "campaign:worker", "profile": "profile:profile",
+    "worker": "campaign:worker", "profile": "profile:profile", "do": "do:do",
 }
 
 
@@ -133,4 +133,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a full disk is one Error: line; anything else is a bug and shows its traceback
+        said = output.environment_error(exc)
+        if said is None or debug:
+            raise
+        output.error(*said)
+        sys.exit(1)
     sys.exit(0)

@@ -98,6 +98,23 @@ def warn(message: str) -> None:
     echo(f"Warning: {message}", err=True)
 
 
+def environment_error(exc: BaseException) -> tuple[str, str] | None:
+    """(message, hint) for an exception that says the machine is out of room (ENOSPC or a quota
+    from the OS, "database or disk is full" from sqlite): a state of the disk, not a bug in cr,
+    so one Error: line rather than a traceback. None for anything else."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return (f"no space left on the disk{where}: {exc.strerror or exc}",
+                "free space on that disk (or set CR_HOME to a folder on another one), then run the command again")
+    if type(exc).__module__ == "sqlite3" and "disk is full" in str(exc):
+        return ("no space left on the disk holding reefkit's index or results (CR_HOME): sqlite says "
+                f"{str(exc)!r}", "free space on that disk (or set CR_HOME to a folder on another one), then run the "
+                "command again; nothing stored before was changed")
+    return None
+
+
 def error(message: str, hint: str | None) -> None:
     """The Error: line and its Hint:, each one line: what they quote from outside (a script, a
     probe's output, a framework's message) is shown escaped (cr.textsafe.shown)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
+from .actionopts import conclude, kept, one, status
 from .options import BackendOption, backend_options
 
 
@@ -145,12 +146,10 @@ def profile(ref, backend, compare, variants, options, samples, warmup, batch_siz
         return
     if len(variants) > 1:
         raise CRError("--variant given more than once", hint="one variant per profile (BACKEND=VARIANT is for --compare)")
-    from .actions import _kept, _one, _conclude, _status
-
-    record, not_stored = _kept(lambda: run_profile.profile(ref, backend=backend, params=params, backend_options=backend_options(options),
+    record, not_stored = kept(lambda: run_profile.profile(ref, backend=backend, params=params, backend_options=backend_options(options),
                                                            variant=variants[0] if variants else None, trace=trace, output=out,
                                                            store=store, lock=lock_file, install=install))
-    record = _one(record)
+    record = one(record)
     if as_json:
         from ..results.record import to_json
 
@@ -169,7 +168,7 @@ def profile(ref, backend, compare, variants, options, samples, warmup, batch_siz
         if record["status"] != "ok" and error.get("kept"):
             output.warn(f"the profile's work files are kept in {error['kept']}")
 
-    _conclude(not_stored, kept_files, lambda: _status(record))
+    conclude(not_stored, kept_files, lambda: status(record))
 
 
 def _folder(path: str, flag: str) -> None:

@@ -81,9 +81,56 @@ def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, d
         gone = missing_paths(the_lock)
         if gone:
             raise CRError(f"lock {path} refers to software that is gone: {gone[0]}", hint=f"re-resolve: cr resolve {the_lock['root']}")
+        refuse_foreign(the_lock, path)
     else:
         the_lock = lock(str(ref_or_lock), python=python)
     return the_lock, compose(the_lock)
+
+
+def foreign_settings(the_lock: dict) -> list[str]:
+    """What a lock would make a child run that this machine does not vouch for: an interpreter
+    that is neither this one nor a registered env's, and exports (PYTHONPATH, LD_PRELOAD, any
+    variable) that differ from those of the software env registered here under the entry's
+    name and id. A lock is data, but these settings run code (a PYTHONPATH folder's
+    sitecustomize.py, an LD_PRELOAD library): from a lock made elsewhere they are refused."""
+    import os
+    import sys
+
+    from ..software.envs import list_envs
+
+    registered: dict[tuple, dict] = {}
+    interpreters = {os.path.realpath(sys.executable)}
+    for env in list_envs(prune=False):
+        registered[(env.name, env.id)] = env.exports or {}
+        if env.interpreter:
+            interpreters.add(os.path.realpath(env.interpreter))
+    out = []
+    interpreter = the_lock.get("interpreter")
+    if isinstance(interpreter, str) and os.path.realpath(interpreter) not in interpreters:
+        out.append(f"interpreter {interpreter}")
+    for sw in the_lock.get("software") or ():
+        if not isinstance(sw, dict) or not sw.get("exports"):
+            continue
+        mine = registered.get((sw.get("name"), sw.get("env_id")))
+        if mine != sw.get("exports"):
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(sw["exports"].items()))
+            out.append(f"{sw.get('name')} {sw.get('version')} exports {shown}"
+                       + (" (not as registered here)" if mine is not None else " (no such software env here)"))
+    return out
+
+
+def refuse_foreign(the_lock: dict, path: Path) -> None:
+    """CRError listing what a lock file would run that this machine does not vouch for (foreign_settings)."""
+    foreign = foreign_settings(the_lock)
+    if not foreign:
+        return
+    from ..textsafe import shown
+
+    root = the_lock.get("root") if isinstance(the_lock.get("root"), str) else "REF"
+    raise CRError(f"lock {path} would run what this machine does not vouch for: " + "; ".join(shown(f) for f in foreign[:3])
+                  + (f"; and {len(foreign) - 3} more" if len(foreign) > 3 else ""),
+                  hint=f"resolve it on this machine instead: cr resolve {root} -o lock.json (cr install --lock {path} "
+                       "installs what it records first, listing what would run)")
 
 
 def install_missing(ref_or_lock: str | Path | dict, python: str | None = None, offline: bool = False,

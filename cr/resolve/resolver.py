@@ -9,8 +9,33 @@ from ..software.recipe import Requirement
 from .provider import Candidate, Provider, Universe
 
 
+@dataclass(frozen=True)
+class ConflictCause:
+    """One requirement in a conflict, as data (resolvelib's cause, in cr's words).
+
+    software: the required software's name; requirement: the requirement as written
+    ("software:onnxruntime@>=1.18"); requested_by: who asked ("numpy 2.1.3" for a software's
+    own dependency, else the requirement's requester, e.g. "solution:demo@1.0.0");
+    candidates: the versions on offer here, each "VERSION (ORIGIN)", newest first.
+    """
+
+    software: str
+    requirement: str
+    requested_by: str
+    candidates: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"software": self.software, "requirement": self.requirement, "requested_by": self.requested_by,
+                "candidates": list(self.candidates)}
+
+
 class ResolutionConflict(CRError):
-    """No set of versions satisfies every requirement; the message says who asked for what."""
+    """No set of versions satisfies every requirement; the message says who asked for what,
+    ``causes`` holds the same as ConflictCause records (for callers that render their own)."""
+
+    def __init__(self, message: str, hint: str | None = None, causes=()):
+        super().__init__(message, hint)
+        self.causes: list[ConflictCause] = list(causes)
 
 
 @dataclass
@@ -56,12 +81,14 @@ def resolve(requirements: list[Requirement], universe: Universe, max_rounds: int
     try:
         result = Resolver(provider, events).resolve(active, max_rounds=max_rounds)
     except ResolutionImpossible as exc:
-        raise ResolutionConflict(explain(exc.causes, universe), hint="relax a version requirement, or add a recipe/method that offers a matching version") from None
+        raise ResolutionConflict(explain(exc.causes, universe), hint="relax a version requirement, or add a recipe/method that offers a matching version",
+                                 causes=structured(exc.causes, universe)) from None
     except ResolutionTooDeep:
         latest = f"; the latest conflict: {explain(events.causes, universe)}" if events.causes else ""
         raise ResolutionConflict(
             f"gave up after {max_rounds} rounds of backtracking{latest}",
             hint="pin versions of the software named here to cut the search short",
+            causes=structured(events.causes, universe),
         ) from None
 
     order = _topological(result)
@@ -95,6 +122,22 @@ def _topological(result) -> list[str]:
     for n in names:
         visit(n, set())
     return done
+
+
+def structured(causes, universe: Universe) -> list[ConflictCause]:
+    """resolvelib's causes (RequirementInformation: requirement, parent) as ConflictCause
+    records, in resolvelib's order, repeats dropped."""
+    found: list[ConflictCause] = []
+    offers: dict[str, tuple[str, ...]] = {}
+    for info in causes:
+        req = info.requirement
+        if req.name not in offers:
+            offers[req.name] = tuple(f"{c.version} ({c.origin})" for c in universe.candidates(req.name))
+        who = f"{info.parent.name} {info.parent.version}" if info.parent is not None else (req.requested_by or "the request")
+        cause = ConflictCause(req.name, str(req), who, offers[req.name])
+        if cause not in found:
+            found.append(cause)
+    return found
 
 
 def explain(causes, universe: Universe) -> str:

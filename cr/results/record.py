@@ -10,7 +10,8 @@
      "parity": {outcome, pairs} (validate --parity),
      "raw": {"latencies_ns": [...]} | {"latencies_ns_file", "format", "count", "sha256"},
      "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid},
-     "machine": {start, end, during, summary} (benchmark: cr.run.monitor)}
+     "machine": {start, end, during, summary} (benchmark: cr.run.monitor),
+     and every other key the action's child returned (a user action's own outputs)}
 
 Raw latencies are inline up to INLINE_MAX values; beyond, they go beside the record as
 ``<record stem>.latencies.i64`` (little-endian int64) named, counted and hashed in "raw"
@@ -74,14 +75,22 @@ def new(action: str, components: list[dict], backend: dict, config: dict, lock: 
     }
 
 
+# keys the host owns: a child's result cannot set them (status, error, raw and backend_info
+# are taken from it below, each in its own way)
+RESERVED = frozenset({"format", "uid", "action", "status", "started", "ended", "cr_version", "components", "backend",
+                      "lock", "platform", "config", "raw", "error", "backend_info"})
+
+
 def complete(record: dict, result: dict, latencies: array | None) -> dict:
-    """Fill record from the child's result (ok or failed)."""
+    """Fill record from the child's result (ok or failed): its status and error, and every
+    other key it returns (metrics, validation, a user action's own ...), except the
+    RESERVED ones and those starting with "_" (the child's private notes)."""
     record["ended"] = now()
     record["status"] = result.get("status", "failed")
     record["error"] = result.get("error")
-    for key in ("metrics", "inputs", "model_file", "runtime", "profile", "pipeline", "predictions", "validation", "parity", "outputs", "machine", "stream"):
-        if result.get(key) is not None:
-            record[key] = result[key]
+    for key, value in result.items():
+        if value is not None and key not in RESERVED and not key.startswith("_"):
+            record[key] = value
     if result.get("backend_info") is not None:
         record["backend"]["info"] = result["backend_info"]
     if latencies is not None:

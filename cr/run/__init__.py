@@ -5,12 +5,19 @@
                        params={"min_duration_s": 1, "min_queries": 500}, output="r.json")
     record["status"], record["metrics"]["latency_ns"]["p99"]
 
-    actions.py    prepare(): target, variant, dataset, params; the typed Job; run_action()
-                  (child -> record -> results store); benchmark(), predict()
+    actions.py    prepare(): target, variant, dataset, params; the typed Job; run_action(),
+                  the one pipeline of every action (child -> record -> results store);
+                  benchmark(), predict()
+    hooks.py      ActionHost: the per-action host hook run_action calls at each step
+                  (an action meta's "host"), load_host() checks it; actions_for(kind)
+    benchmark.py  the benchmark's hook: settings check, LoadGen software and logs
+    profile.py    the profile's hook (profiler check, work dir, trace beside the record),
+                  profile(), compare()
     launch.py     run_job(): the child process, its timeout, crash and exit handling
     monitor.py    the machine's state, energy and memory sampled around a benchmark's child
     parity.py     validate() and parity() across backends
-    compile.py    compile_model(): a conversion in the child -> a new model version
+    compile.py    the compile's hook (no backend; output version, free slot, dataset, the
+                  new model version registered), compile_model()
     solution.py   solutions: create, init (verify, resolve, install, compile, lock), run declared
     reproduce.py  reproduce(): init + the declared actions + a comparison with the reference
 

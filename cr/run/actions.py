@@ -17,6 +17,13 @@ What it settles before anything runs (each problem is a CRError naming it):
 A run that starts and fails returns (and writes, with output) a record with status
 "failed"; a framework crash or hang is such a failure, never an exception here.
 
+run_action is the one path from a request to a stored record for every action (shipped
+or a user's); what differs between actions is their host hook (cr.run.hooks.ActionHost,
+named by the action meta's "host": benchmark, profile and compile have one), which
+run_action calls at each step. An action from a repository runs only once the trust
+check allows it (before its host is imported), and its child finds the entry module in
+the action component's folder (first on PYTHONPATH).
+
 A record the results store cannot take (a full disk, a read-only or broken store) is not
 dropped: it is written beside (the -o file when given, else CR_HOME/tmp/cr-result-UID.json,
 else ./cr-result-UID.json) and run_action raises NotStored, which carries the record(s)
@@ -25,7 +32,6 @@ and the file, after the run has finished: the caller shows the result, then fail
 from __future__ import annotations
 
 import re
-import shutil
 import sqlite3
 import sys
 from dataclasses import dataclass, field
@@ -46,7 +52,7 @@ class Target:
     target: dict
     model: dict
     meta: dict  # the variant's effective meta
-    entry: registry.BackendEntry
+    entry: registry.BackendEntry | None  # None: an action without a backend (compile)
     options: dict
     dataset: dict | None
     split: str | None
@@ -140,7 +146,34 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         if split is None and (ds["meta"].get("split_by")):
             split = "test"
     _check_trust(model, meta, ds, f"running {model['ref']}")
+    if target["kind"] == "solution":
+        from ..store import trust
+
+        trust.require(code_option_items(target, entry, target["meta"].get("backend_options") or {}), f"running {target['ref']}")
     return Target(target, model, meta, entry, options, ds, split, layers)
+
+
+def code_option_items(info: dict, entry: registry.BackendEntry, options: dict) -> list:
+    """What the backend options a component (a solution, a campaign) sets would load as native
+    code (the backend's CODE_OPTIONS: a TFLite delegate library, ...), as trust Items, when
+    that component is not trusted; [] otherwise. Options the user gives (-O) are theirs."""
+    import json
+
+    from ..store import trust
+
+    try:
+        names = getattr(registry.load_class(entry), "CODE_OPTIONS", ()) or ()
+    except registry.BackendError:
+        return []
+    found = [(n, options[n]) for n in names if options.get(n)]
+    if not found:
+        return []
+    from ..store.catalog import open_index
+
+    if not trust.untrusted(info, open_index):
+        return []
+    return [trust.Item(info.get("repo") or "?", info["ref"], f"native code ({entry.name} option {name})",
+                       json.dumps(value, sort_keys=True)) for name, value in found]
 
 
 def _check_trust(model: dict, meta: dict, ds: dict | None, what: str) -> None:
@@ -153,6 +186,30 @@ def _check_trust(model: dict, meta: dict, ds: dict | None, what: str) -> None:
         from ..store.catalog import open_index
 
         trust.check_components(check, what, open_index)
+
+
+def model_target(ref: str, action: str, variant: str | None = None, dataset: str | None = None,
+                 split: str | None = None) -> Target:
+    """The target of an action that runs on a model without a backend (its host's
+    needs_backend is False): the model, the variant asked for (else its main file), and
+    the dataset asked for, else the model meta's."""
+    from ..store.catalog import show
+
+    model = show(ref, verify=False)
+    if model["kind"] != "model":
+        raise CRError(f"cannot {action} a {model['kind']} ({model['ref']})", hint=f"{action} a model")
+    meta = variants.effective(model["meta"], variant) if variant else model["meta"]
+    model_dataset = model["meta"].get("dataset") or {}
+    dataset_ref = dataset or model_dataset.get("ref")
+    ds = show(dataset_ref, verify=False) if dataset_ref else None
+    if ds is not None and ds["kind"] != "dataset":
+        raise CRError(f"{ds['ref']} is a {ds['kind']}, not a dataset", hint="give --dataset dataset:NAME")
+    if split is None and ds is not None:
+        split = model_dataset.get("split") if not dataset else None
+        if split is None and ds["meta"].get("split_by"):
+            split = "test"
+    _check_trust(model, meta, ds, f"running {model['ref']}")
+    return Target(model, model, meta, None, {}, ds, split)
 
 
 def _loadable_version(ref: str, model: dict, formats) -> dict:
@@ -169,7 +226,7 @@ def _loadable_version(ref: str, model: dict, formats) -> dict:
     return model
 
 
-def _where(target: Target, lock, action: str, install: bool = False, extra: tuple[str, ...] = ()) -> tuple[dict | None, dict | None, str]:
+def where(target: Target, lock, action: str, install: bool = False, extra: tuple[str, ...] = ()) -> tuple[dict | None, dict | None, str]:
     """(lock, env, interpreter) the job runs with: a solution's lock, the given lock, or for
     a model the lock of what running it needs here (run_requirements), made on the way."""
     from ..resolve.compose import compose
@@ -237,8 +294,9 @@ def model_lock(ref: str, requires: tuple[str, ...], why: str, install: bool = Fa
 def job_for(target: Target, action: str, entry_point: str, params: dict) -> Job:
     """The job for one action on a settled target (the parent <-> child contract, cr.runtime.job)."""
     dataset = Job.component(target.dataset, split=target.split) if target.dataset is not None else None
+    backend = {**target.entry.to_dict(), "options": target.options} if target.entry is not None else None
     return Job(entry=entry_point, action=action, params=params, model=Job.component(target.model, meta=target.meta),
-               dataset=dataset, backend={**target.entry.to_dict(), "options": target.options})
+               dataset=dataset, backend=backend)
 
 
 def check_entry(action_info: dict) -> str:
@@ -339,69 +397,78 @@ def run_action(
     model_ref: str | None = None,
     store: bool = True,
     install: bool = False,
+    extra: dict | None = None,
 ) -> dict:
     """Run one action in the runtime child; the result record (raw latencies as an int64 array).
 
-    The record is written to output (when given) and kept in the results store (unless
-    store=False): this is the one place results are stored, for models and solutions alike.
-    NotStored (carrying the finished record) when the store does not take it.
+    The one path from a request to a stored record, for every action: what differs between
+    actions is their host hook (cr.run.hooks: the action meta's "host"), called at each
+    step; extra: what that hook takes beyond these arguments (profile: trace; compile:
+    version, force, python, env, prefer_repo). The record is written to output (when
+    given) and kept in the results store (unless store=False). NotStored (carrying the
+    finished record) when the store does not take it.
     """
     from ..store.catalog import show
+    from .hooks import ActionRun, load_host
 
     started = records.now()
-    action_ref = f"action:{action}"
-    action_info = show(action_ref, verify=False)
-    if action_info.get("repo") not in ("builtin", None):  # a shipped action's entry is reefkit's own
+    action_info = show(f"action:{action}", verify=False)
+    shipped = _shipped(action_info)
+    if not shipped:  # a shipped action's entry and host are reefkit's own
         from ..store import trust
-
         from ..store.catalog import open_index
 
-        trust.check_components([action_info], f"running {action_ref}", open_index)
-    target = target or prepare(ref, action, backend, variant, dataset, split, backend_options, layered, model_ref)
-    params = merged_params(action_ref, action_info["meta"], *target.layers, params or {})
-    if action == "benchmark" and entry_point is None:  # settings that cannot work are refused before a run starts
-        from ..runtime.harness import Settings
-
-        Settings.from_params(params).check()
-    # an engine that is software of its own (MLPerf LoadGen) is resolved like the backend
-    tools = ("software:mlcommons-loadgen",) if params.get("engine") == "loadgen" else ()
-    the_lock, env, python = _where(target, lock, action, install, tools)
-    job = job_for(target, action, entry_point or check_entry(action_info), params)
+        trust.check_components([action_info], f"running action:{action}", open_index)
+    host = load_host(action_info, None if shipped else action_info["path"])
+    run = ActionRun(action, ref, action_info, started, given=dict(params or {}), backend=backend,
+                    backend_options=backend_options, variant=variant, dataset=dataset, split=split, lock=lock,
+                    output=output, install=install, store=store, layered=layered, model_ref=model_ref,
+                    entry_point=entry_point, extra=dict(extra or {}), target=target)
+    host.settle(run)
+    host.check(run)
+    the_lock, env, python = host.where(run)
+    if not shipped:  # the child imports a user action's entry from its component's directory
+        env = with_action_path(env, action_info["path"])
+    job = job_for(run.target, action, entry_point or check_entry(action_info), run.params)
+    entry = run.target.entry
     record = records.new(
         action,
-        [records.component_entry(c) for c in [*target.components, action_info]],
-        {**target.entry.to_dict(), "options": target.options, "info": None},
-        {**params, "backend": target.entry.name, "backend_options": target.options, "variant": target.meta.get("variant"),
-         "dataset": target.dataset["ref"] if target.dataset else None, "split": target.split},
+        [records.component_entry(c) for c in [*run.target.components, action_info]],
+        {**entry.to_dict(), "options": run.target.options, "info": None} if entry is not None else None,
+        host.config(run),
         the_lock,
         started,
     )
-    log_dir = None
-    if params.get("engine") == "loadgen":
-        # LoadGen's logs are kept beside the result, else in CR_HOME/logs/loadgen/ (named in it):
-        # they are what the result's validity rests on, so they outlive this process
-        if output:
-            log_dir = Path(output).with_name(Path(output).stem + ".loadgen")
-            if log_dir.exists():
-                shutil.rmtree(log_dir)
-        else:
-            import secrets
-
-            from ..paths import ensure_home
-
-            stamp = started.replace(":", "").replace("-", "").split(".")[0]
-            log_dir = ensure_home() / "logs" / "loadgen" / f"{stamp}-{secrets.token_hex(4)}"
-        log_dir.mkdir(parents=True)
-        job.log_dir = str(log_dir.resolve())
-    result, latencies = launch.run_job(job, python=python, env=env, timeout=params.get("timeout_s"))
-    records.complete(record, result, latencies)
-    if log_dir is not None:
-        record["loadgen_logs"] = str(log_dir)
+    try:
+        host.before_launch(run, job, record)
+        result, latencies = launch.run_job(job, python=python, env=env, timeout=run.params.get("timeout_s"))
+        records.complete(record, result, latencies)
+        host.after_child(run, record, result)
+    finally:
+        host.cleanup(run, record)
     if output is not None:
         records.write(record, output)
     if store:
         store_record(record, output)
     return record
+
+
+def _shipped(action_info: dict) -> bool:
+    """Whether the action is one reefkit ships (its actions/ folder, repo builtin-actions)."""
+    from ..paths import data_dir
+
+    return action_info.get("repo") == "builtin-actions" and Path(action_info["path"]).resolve().parent == data_dir("actions").resolve()
+
+
+def with_action_path(env: dict | None, folder: str) -> dict:
+    """The child's environment with the action component's folder first on PYTHONPATH, so
+    that an entry such as my_metric:main finds my_metric.py beside the action's meta.json."""
+    import os
+
+    env = dict(os.environ if env is None else env)
+    rest = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(folder) + (os.pathsep + rest if rest else "")
+    return env
 
 
 def benchmark(

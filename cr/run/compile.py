@@ -1,5 +1,9 @@
 """compile_model(): convert a model in the runtime child and add the output to the local repo.
 
+The compile action's host hook (CompileHost, named by actions/compile/meta.json) around
+cr.run.actions.run_action: compile runs on a model without a backend, and its record is
+stored in the results store like any other.
+
     from cr.run.compile import compile_model
     record = compile_model("model:lenet-digits", "onnx", variant="state-dict",
                            params={"precision": "int8", "quantization": "static"})
@@ -48,16 +52,17 @@ from ..errors import Conflict, CRError, InvalidMeta
 from ..runtime import registry, variants
 from ..runtime.actions import compile as conversions
 from ..runtime.job import Job
-from .actions import check_entry, merged_params
 from ..results import record as records
 from . import launch
+from .actions import merged_params
+from .hooks import ActionHost
 
 ACTION = "action:compile"
 FORMAT_TAGS = {"onnx", "tflite", "torchscript", "pytorch", "torch", "keras", "savedmodel", "tensorflow", "trt", "tensorrt",
                "trt-plan", "int8", "fp16", "fp32"}
 
 
-def _source_variant(model: dict, to: str, variant: str | None) -> dict:
+def source_variant(model: dict, to: str, variant: str | None) -> dict:
     """The effective meta of the variant the conversion reads."""
     meta, reads = model["meta"], conversions.READS.get(to)
     if reads is None:
@@ -128,7 +133,9 @@ def compile_model(
     install: bool = False,
     allow_degraded: bool = False,
 ) -> dict:
-    """Run the compile action; returns the result record (record["output"] names the new component).
+    """Run the compile action (run_action with CompileHost); returns the result record
+    (record["output"] names the new component), stored in the results store like any
+    other (NotStored, cr.run.actions, when the store does not take it).
 
     prefer_repo: the repository whose copy of the model comes first (a solution's own).
     python/env: where the conversion runs (a solution's lock); by default the lock of what
@@ -146,96 +153,125 @@ def compile_model(
     (or params allow_degraded) registers it anyway, tagged ``degraded``, with the failed
     checks in provenance.degraded, and a warning.
     """
-    from ..store.catalog import show
-    from ..store.registry import ensure_local_repo
-    from ..store.refs import parse_version
-    from ..runtime.model import locate, sha256
+    from .actions import run_action
 
-    started = records.now()
-    action = show(ACTION, verify=False)
-    model = show(ref, verify=False, prefer_repo=prefer_repo)
-    if model["kind"] != "model":
-        raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
-    params = merged_params(ACTION, action["meta"], {**(params or {}), "to": to, "variant": variant,
-                                                    "allow_degraded": True if allow_degraded else None})
-    source = _source_variant(model, to, variant)
-    from ..store import trust
+    given = {**(params or {}), "to": to, "variant": variant, "allow_degraded": True if allow_degraded else None}
+    return run_action("compile", ref, params=given, variant=variant, output=output, install=install,
+                      extra={"version": version, "force": force, "python": python, "env": env, "prefer_repo": prefer_repo})
 
-    if trust.runs_code(model, source):  # a state dict's net.py is imported to export it
-        from ..store.catalog import open_index
 
-        trust.check_components([model], f"compiling {model['ref']}", open_index)
-    the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
-                                params.get("options"), _source_name(model, source))
-    version = version or output_version(model["version"], the_plan["label"])
-    parse_version(version)
-    name = model["name"]
-    out_ref = f"model:{name}@{version}"
-    local = ensure_local_repo()
-    final_dir = local.component_dir("model", name, version)
-    if final_dir.exists() and not force:
-        raise Conflict(f"{out_ref} already exists in the local repo ({final_dir})",
-                       hint="give --force to replace it, or --version to choose another version")
-    if python is None and env is None:
-        from ..resolve.compose import compose
-        from .actions import model_lock
+class CompileHost(ActionHost):
+    """The compile action's host hook: a model without a backend; the output version, free
+    in the local repo; the conversion's own lock; the converted file registered as a new
+    version of the model (record["output"]), or nothing when the compile fails."""
 
-        the_lock = model_lock(model["ref"], compile_requirements(source.get("format"), to), f"compiling to {to}", install)
-        if the_lock is not None:
-            python, env = the_lock["interpreter"], compose(the_lock)
-    search = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]  # the lock's prefixes
-    located = locate(source, model["path"], model["ref"], search)  # fail before starting a child
-    source_file = {"file": located["path"], "sha256": sha256(located["path"])}  # what the child is given to read
-    what = f"{to} {the_plan['precision']}" + (f" ({the_plan['quantization']} quantisation)" if the_plan["quantization"] else "")
-    ds = _dataset(model["meta"], params.get("dataset"), the_plan["needs_dataset"], what)
-    counterpart = _counterpart(model, source, source_file, the_plan, search)
-    components = [model] + ([ds] if ds else []) + [action]
-    record = records.new("compile", [records.component_entry(c) for c in components], None,
-                         {**params, "variant": source["variant"], "source_format": source.get("format"),
-                          "conversion": the_plan["conversion"], "options": the_plan["options"], "version": version,
-                          "force": force, "dataset": ds["ref"] if ds else None},
-                         None, started)
-    record.update(output=None, conversion=the_plan["conversion"], checks=None, failed_checks=None, tools=None, duration_s=None)
-    out_dir = str(launch.work_dir("compile"))  # CR_HOME/tmp/compile-<pid>-*: swept if cr is killed
-    clock = time.monotonic()
-    try:
-        job = Job(entry=check_entry(action), action="compile", model=Job.component(model, meta=source),
-                  params={**params, "to": to, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
-                          "options": the_plan["options"], **({"counterpart": counterpart} if counterpart else {})},
-                  out_dir=out_dir, out_file=file_name(name, the_plan["label"], to))
-        if ds is not None:
-            split = "train" if ds["meta"].get("split_by") else "all"
-            # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
-            job.dataset = Job.component(ds, split=split, limit=int(params["calibration_samples"]),
-                                        optional=not the_plan["needs_dataset"])
-        # python/env: a solution's lock (its frameworks), else this interpreter
-        result, _ = launch.run_job(job, python=python or sys.executable, env=env, timeout=params.get("timeout_s"))
-        records.complete(record, result, None)
-        record["checks"], record["tools"] = result.get("checks"), result.get("tools")
+    needs_backend = False
+
+    def settle(self, run) -> None:
+        from ..store.catalog import show
+        from ..store.refs import parse_version
+        from ..store.registry import ensure_local_repo
+        from .actions import Target
+
+        extra = run.extra
+        model = show(run.ref, verify=False, prefer_repo=extra.get("prefer_repo"))
+        if model["kind"] != "model":
+            raise CRError(f"cannot compile a {model['kind']} ({model['ref']})", hint="compile a model: cr compile model NAME --to onnx")
+        params = merged_params(ACTION, run.info["meta"], {**run.given, "variant": run.variant})
+        to = params["to"]
+        source = source_variant(model, to, params.get("variant"))
+        from ..store import trust
+
+        if trust.runs_code(model, source):  # a state dict's net.py is imported to export it
+            from ..store.catalog import open_index
+
+            trust.check_components([model], f"compiling {model['ref']}", open_index)
+        the_plan = conversions.plan(source.get("format"), to, params.get("precision"), params.get("quantization"),
+                                    params.get("options"), _source_name(model, source))
+        version = extra.get("version") or output_version(model["version"], the_plan["label"])
+        parse_version(version)
+        final_dir = ensure_local_repo().component_dir("model", model["name"], version)
+        if final_dir.exists() and not extra.get("force"):
+            raise Conflict(f"model:{model['name']}@{version} already exists in the local repo ({final_dir})",
+                           hint="give --force to replace it, or --version to choose another version")
+        what = f"{to} {the_plan['precision']}" + (f" ({the_plan['quantization']} quantisation)" if the_plan["quantization"] else "")
+        ds = _dataset(model["meta"], params.get("dataset") or run.dataset, the_plan["needs_dataset"], what)
+        split = ("train" if ds["meta"].get("split_by") else "all") if ds is not None else None
+        run.target = Target(model, model, source, None, {}, ds, split)
+        run.params = params
+        run.state.update(plan=the_plan, version=version, final_dir=final_dir, source=source)
+
+    def where(self, run) -> tuple[None, dict | None, str]:
+        """(None, env, interpreter): a solution's lock (python/env given), else the lock of
+        what the conversion needs here (compile_requirements), made on the way. The record's
+        lock stays null (the compiled component's provenance names its tools)."""
+        from ..runtime.model import locate, sha256
+
+        python, env = run.extra.get("python"), run.extra.get("env")
+        source, model, to = run.state["source"], run.target.model, run.params["to"]
+        if python is None and env is None:
+            from ..resolve.compose import compose
+            from .actions import model_lock
+
+            the_lock = model_lock(model["ref"], compile_requirements(source.get("format"), to), f"compiling to {to}", run.install)
+            if the_lock is not None:
+                python, env = the_lock["interpreter"], compose(the_lock)
+        search = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]  # the lock's prefixes
+        located = locate(source, model["path"], model["ref"], search)  # fail before starting a child
+        run.state["source_file"] = {"file": located["path"], "sha256": sha256(located["path"])}  # what the child reads
+        # the model's own variant from the same conversion of the same file: the output is compared with it
+        run.state["counterpart"] = _counterpart(model, source, run.state["source_file"], run.state["plan"], search)
+        return None, env, python or sys.executable
+
+    def config(self, run) -> dict:
+        source, the_plan, ds = run.state["source"], run.state["plan"], run.target.dataset
+        return {**run.params, "variant": source["variant"], "source_format": source.get("format"),
+                "conversion": the_plan["conversion"], "options": the_plan["options"], "version": run.state["version"],
+                "force": bool(run.extra.get("force")), "dataset": ds["ref"] if ds else None}
+
+    def before_launch(self, run, job, record: dict) -> None:
+        the_plan, params, ds = run.state["plan"], run.params, run.target.dataset
+        record.update(output=None, conversion=the_plan["conversion"], checks=None, failed_checks=None, tools=None,
+                      duration_s=None)
+        run.state["clock"] = time.monotonic()
+        run.state["out_dir"] = out_dir = str(launch.work_dir("compile"))  # CR_HOME/tmp/compile-<pid>-*: swept if cr is killed
+        job.out_dir, job.out_file = out_dir, file_name(run.target.model["name"], the_plan["label"], params["to"])
+        counterpart = run.state.get("counterpart")
+        job.params = {**params, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
+                      "options": the_plan["options"], **({"counterpart": counterpart} if counterpart else {})}
+        # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
+        job.dataset = Job.component(ds, split=run.target.split, limit=int(params["calibration_samples"]),
+                                    optional=not the_plan["needs_dataset"]) if ds is not None else None
+
+    def after_child(self, run, record: dict, result: dict) -> None:
+        the_plan, params = run.state["plan"], run.params
+        record["output"] = None  # the child's file becomes the record's output once registered
         failed = list(result.get("failed_checks") or [])
         record["failed_checks"] = failed if record["status"] == "ok" else None
         if record["status"] == "ok" and failed and not params.get("allow_degraded"):
             record.update(status="failed", error=check_error(failed))
-        if record["status"] == "ok":
-            try:
-                record["output"] = _add_component(model, source, result, version, final_dir, out_dir, force, source_file,
-                                                  ds if the_plan["needs_dataset"] else None)
-            except CRError as exc:
-                record.update(status="failed", error={"kind": "error", "type": type(exc).__name__, "message": exc.message,
-                                                      "hint": exc.hint})
-            else:
-                _say_counterpart(record)
-                if failed:
-                    from ..events import reporter
+        if record["status"] != "ok":
+            return
+        model, ds = run.target.model, run.target.dataset
+        try:
+            record["output"] = _add_component(model, run.state["source"], result, run.state["version"], run.state["final_dir"],
+                                              run.state["out_dir"], bool(run.extra.get("force")), run.state["source_file"],
+                                              ds if the_plan["needs_dataset"] else None)
+        except CRError as exc:
+            record.update(status="failed", error={"kind": "error", "type": type(exc).__name__, "message": exc.message,
+                                                  "hint": exc.hint})
+        else:
+            _say_counterpart(record)
+            if failed:
+                from ..events import reporter
 
-                    reporter().warning(f"{record['output']['ref']} is registered although it fails its check against its "
-                                       f"source (--allow-degraded): {_check_words(failed)}")
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
-        record["duration_s"] = round(time.monotonic() - clock, 3)
-    if output is not None:
-        records.write(record, output)
-    return record
+                reporter().warning(f"{record['output']['ref']} is registered although it fails its check against its "
+                                   f"source (--allow-degraded): {_check_words(failed)}")
+
+    def cleanup(self, run, record: dict) -> None:
+        if "out_dir" in run.state:
+            shutil.rmtree(run.state["out_dir"], ignore_errors=True)
+            record["duration_s"] = round(time.monotonic() - run.state["clock"], 3)
 
 
 def _counterpart(model: dict, source: dict, source_file: dict, the_plan: dict, search: list[str]) -> dict | None:

@@ -27,8 +27,7 @@ from ..errors import CRError
 from ..results import record as records
 from ..results import traces
 from ..runtime import registry
-from . import launch
-from .actions import _where, check_entry, job_for, merged_params, prepare, store_record
+from .hooks import ActionHost
 
 
 def profiling_backends() -> dict[str, str]:
@@ -90,48 +89,46 @@ def _work_dir() -> Path:
     return work
 
 
+class ProfileHost(ActionHost):
+    """The profile action's host hook: the backend must name a profiler; the child writes
+    into a work directory; the trace goes beside the record (and to --trace)."""
+
+    def check(self, run) -> None:
+        trace = run.extra.get("trace")
+        run.state["trace"] = check_trace_path(trace) if trace is not None else None
+        _check_profiler(run.target.entry)
+
+    def config(self, run) -> dict:
+        return {**super().config(run), "dataset": None, "split": None}  # profiled inputs are synthetic
+
+    def before_launch(self, run, job, record: dict) -> None:
+        run.state["work"] = _work_dir()
+        job.log_dir = str(run.state["work"])
+
+    def after_child(self, run, record: dict, result: dict) -> None:
+        record.pop("trace_file", None)  # in the work directory: kept below, by content
+        work = run.state["work"]
+        if record["status"] == "ok":
+            from .layermatch import annotate
+
+            annotate(record["profile"])
+            _keep_trace(record, result, run.state["trace"], run.output, run.store)
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            record["error"] = {**(record.get("error") or {}), "kept": str(work)}
+
+
 def profile(ref: str, backend: str | None = None, params: dict | None = None, backend_options: dict | None = None,
             variant: str | None = None, trace: str | Path | None = None, output: str | Path | None = None,
             store: bool = True, lock: str | Path | None = None, install: bool = False) -> dict:
-    """Run the profile action; the result record (its "trace" names the trace beside it).
+    """Run the profile action (run_action with ProfileHost); the result record (its "trace"
+    names the trace beside it).
 
     NotStored (cr.run.actions) when the results store does not take the record."""
-    from ..store.catalog import show
+    from .actions import run_action
 
-    started = records.now()
-    trace_path = check_trace_path(trace) if trace is not None else None
-    action_info = show("action:profile", verify=False)
-    target = prepare(ref, "profile", backend, variant, None, None, backend_options)
-    _check_profiler(target.entry)
-    params = merged_params("action:profile", action_info["meta"], *target.layers, params or {})
-    the_lock, env, python = _where(target, lock, "profile", install)
-    job = job_for(target, "profile", check_entry(action_info), params)
-    work = _work_dir()
-    job.log_dir = str(work)
-    record = records.new(
-        "profile",
-        [records.component_entry(c) for c in [*target.components, action_info]],
-        {**target.entry.to_dict(), "options": target.options, "info": None},
-        {**params, "backend": target.entry.name, "backend_options": target.options, "variant": target.meta.get("variant"),
-         "dataset": None, "split": None},
-        the_lock,
-        started,
-    )
-    result, _ = launch.run_job(job, python=python, env=env, timeout=params.get("timeout_s"))
-    records.complete(record, result, None)
-    if record["status"] == "ok":
-        from .layermatch import annotate
-
-        annotate(record["profile"])
-        _keep_trace(record, result, trace_path, output, store)
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        record["error"] = {**(record.get("error") or {}), "kept": str(work)}
-    if output is not None:
-        records.write(record, output)
-    if store:
-        store_record(record, output)
-    return record
+    return run_action("profile", ref, backend=backend, params=params, backend_options=backend_options, variant=variant,
+                      lock=lock, output=output, store=store, install=install, extra={"trace": trace})
 
 
 def _keep_trace(record: dict, result: dict, trace_path: Path | None, output, store: bool) -> None:

@@ -8,7 +8,8 @@
 A solution meta (DESIGN.md "Solution", a contract) composes ``model``, ``dataset``,
 ``backend`` and ``backend_options``, ``pipeline`` ({"variant": NAME} to run one variant of
 the model, {"compile": {"to": "onnx", ...}} for a conversion init performs), ``actions``
-([{"action": "benchmark" | "validate" | "run", "params": {...}}]), ``platform``
+([{"action": NAME, "params": {...}}]: benchmark, validate, run, or any action whose meta
+applies to solutions, see runnable()), ``platform``
 ({"marker": PEP 508, "requires": [capabilities]}), ``expected`` (metrics with
 tolerances, over the model's) and ``deps`` (software requirements).
 
@@ -26,8 +27,13 @@ from ..events import reporter
 from ..resolve import plan
 from ..store import catalog
 from .actions import NotStored, merged_params, run_action
+from .hooks import actions_for
 
-RUNNABLE = ("benchmark", "validate", "run")
+
+def runnable() -> tuple[str, ...]:
+    """The actions a solution may declare and run: those whose meta applies to solutions
+    (benchmark, validate, run, profile, and user actions that say so)."""
+    return actions_for("solution")
 
 
 # ------------------------------------------------------------------------------- create
@@ -195,9 +201,9 @@ def _code_items(sol: dict) -> list:
         used = []
         spec = (meta.get("pipeline") or {}).get("compile")
         if spec:
-            from .compile import _source_variant
+            from .compile import source_variant
 
-            used.append(_source_variant(model, spec["to"], spec.get("variant")))
+            used.append(source_variant(model, spec["to"], spec.get("variant")))
         elif meta.get("backend"):
             try:
                 formats = getattr(registry.load_class(registry.find(meta["backend"])), "FORMATS", None)
@@ -220,7 +226,15 @@ def _code_items(sol: dict) -> list:
                 continue
             if info["repo"] != "builtin":
                 infos.append(info)
-    return trust.items_of(infos, catalog.open_index)
+    items = trust.items_of(infos, catalog.open_index)
+    if meta.get("backend") and meta.get("backend_options"):
+        from .actions import code_option_items
+
+        try:
+            items += code_option_items(sol, registry.find(meta["backend"]), meta["backend_options"])
+        except CRError:
+            pass  # an unknown backend fails when the solution runs, with its own error
+    return items
 
 
 def compiled_ref(meta: dict, own: str | None = None) -> str | None:
@@ -230,10 +244,10 @@ def compiled_ref(meta: dict, own: str | None = None) -> str | None:
     if not spec:
         return None
     from ..runtime.actions.compile import plan
-    from .compile import _source_variant, output_version
+    from .compile import source_variant, output_version
 
     model = catalog.show(meta["model"], verify=False, prefer_repo=own)
-    source = _source_variant(model, spec["to"], spec.get("variant"))
+    source = source_variant(model, spec["to"], spec.get("variant"))
     the_plan = plan(source.get("format"), spec["to"], spec.get("precision"), spec.get("quantization"), spec.get("options"), model["ref"])
     return f"model:{model['name']}@{spec.get('version') or output_version(model['version'], the_plan['label'])}"
 
@@ -295,7 +309,8 @@ def _compile(meta: dict, the_lock: dict, own: str | None = None) -> dict:
 
 def declared(meta: dict, only: str | None = None) -> list[dict]:
     """The solution's actions to run (only: one action name); validate/run default to one plain run."""
-    acts = [a for a in meta.get("actions") or [] if a.get("action") in RUNNABLE and (only is None or a["action"] == only)]
+    names = runnable()
+    acts = [a for a in meta.get("actions") or [] if a.get("action") in names and (only is None or a["action"] == only)]
     if not acts and only in ("validate", "run"):
         acts = [{"action": only, "params": {}}]
     if not acts:

@@ -14,6 +14,11 @@ attribute, if present, must match the registered name. Its class attributes ``FO
 and ``REQUIRES`` are what the host knows of it without loading a framework: the variant
 to run, the software a solution or a compiled model needs. Every error names the entry point and the distribution it comes from.
 
+Model formats are open names: a format means what the registered backends' ``FORMATS``
+(``formats()``) and the converters' inputs and outputs (``converters()``) say it means.
+A model whose format nothing here handles is refused where its variant is chosen
+(cr.runtime.variants.choose) and reported as a warning by ``cr check`` (format_problem).
+
 Standard library only: the parent lists backends with it, the child loads one.
 """
 from __future__ import annotations
@@ -59,18 +64,9 @@ class BackendEntry:
 
 
 def _installed() -> list[BackendEntry]:
-    from importlib import metadata
+    from ..plugins import installed
 
-    try:
-        eps = metadata.entry_points(group=GROUP)
-    except TypeError:  # Python 3.9: entry_points() takes no arguments
-        eps = metadata.entry_points().get(GROUP, [])
-    found = []
-    for ep in eps:
-        dist = getattr(ep, "dist", None)
-        origin = f"distribution {dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
-        found.append(BackendEntry(ep.name, ep.value, origin))
-    return found
+    return [BackendEntry(*found) for found in installed(GROUP)]
 
 
 def _from_env() -> list[BackendEntry]:
@@ -90,15 +86,9 @@ def _from_env() -> list[BackendEntry]:
 
 def entries() -> tuple[dict[str, BackendEntry], dict[str, list[BackendEntry]]]:
     """(name -> entry, name -> the conflicting entries of names registered twice)."""
-    chosen: dict[str, BackendEntry] = {}
-    conflicts: dict[str, list[BackendEntry]] = {}
-    for entry in _installed() + _from_env():
-        old = chosen.get(entry.name)
-        if old is None:
-            chosen[entry.name] = entry
-        elif old.value != entry.value or old.origin != entry.origin:
-            conflicts.setdefault(entry.name, [old]).append(entry)
-    return chosen, conflicts
+    from ..plugins import by_name
+
+    return by_name(_installed() + _from_env())
 
 
 def available() -> list[str]:
@@ -212,17 +202,56 @@ def native_backend(fmt: str) -> BackendEntry | None:
     When several claim it, reefkit's own backend wins (a plugin does not silently change
     the deps of models compiled to a shipped format), then the first by name.
     """
-    claimants = []
-    for name in available():
-        try:
-            entry = find(name)
-            formats = getattr(load_class(entry), "FORMATS", None)
-        except BackendError:
-            continue
-        if formats and formats[0] == fmt:
-            claimants.append(entry)
+    chosen = entries()[0]
+    claimants = [chosen[name] for name, loads in formats().items() if loads and loads[0] == fmt]
     claimants.sort(key=lambda e: (not e.value.startswith("cr.runtime.backends."), e.name))
     return claimants[0] if claimants else None
+
+
+def formats() -> dict[str, tuple[str, ...] | None]:
+    """Backend name -> the model formats it loads (its FORMATS; None: any format), for every
+    registered backend whose class can be imported here (no framework is imported).
+
+    Model formats are open names (cr/store/schemas/model.json takes any well-formed one):
+    this table and the converters' (converters()) are what gives a format a meaning.
+    """
+    found: dict[str, tuple[str, ...] | None] = {}
+    for name in available():
+        try:
+            declared = getattr(load_class(find(name)), "FORMATS", None)
+        except BackendError:
+            continue  # broken, registered twice, or importable only in a lock's interpreter
+        found[name] = tuple(declared) if declared is not None else None
+    return found
+
+
+def converters() -> dict[str, tuple[str, ...]]:
+    """Output format -> the source formats ``cr compile`` converts into it."""
+    from .actions.compile import READS
+
+    return {to: tuple(reads) for to, reads in READS.items()}
+
+
+def format_problem(fmt: str | None, loads: dict[str, tuple[str, ...] | None] | None = None) -> str | None:
+    """None when a registered backend loads models in fmt or a converter reads it; else
+    why fmt cannot be used here, naming the backends and the formats each loads.
+
+    A backend that takes any format (FORMATS = None, e.g. null) does not count: it loads
+    nothing in particular. loads: formats() when the caller already has it.
+    """
+    loads = formats() if loads is None else loads
+    if fmt is None or any(fmt in (declared or ()) for declared in loads.values()):
+        return None
+    if any(fmt in reads for reads in converters().values()):
+        return None
+    return f"no registered backend loads the format {fmt!r} and no converter reads it (backends: {describe_formats(loads)})"
+
+
+def describe_formats(loads: dict[str, tuple[str, ...] | None] | None = None) -> str:
+    """'null (any format), onnxruntime (onnx), ...': the backends and what each loads."""
+    loads = formats() if loads is None else loads
+    return ", ".join(f"{name} ({', '.join(declared) if declared is not None else 'any format'})"
+                     for name, declared in sorted(loads.items())) or "none registered"
 
 
 def describe() -> str:

@@ -10,7 +10,10 @@ named by ``default_name(meta)`` (the format's name, e.g. "onnx").
 
 ``choose(meta, formats, name)`` picks what a backend runs: the named variant, else the
 first one (main file first, then the list in order) whose format the backend loads and
-whose precision is fp32 when there is one, else the first it loads at all.
+whose precision is fp32 when there is one, else the first it loads at all. Formats are
+open names (any well-formed one passes the schema): when the backend loads none of the
+model's variants and no registered backend loads their formats either, the error says
+so, naming the backends and what each loads (cr.runtime.registry.format_problem).
 
 Standard library only: the parent chooses, the child loads.
 """
@@ -59,6 +62,7 @@ def choose(meta: dict, formats: tuple[str, ...] | list[str] | None, name: str | 
     if name is not None:
         chosen = effective(meta, name)
         if formats is not None and chosen.get("format") not in formats:
+            _refuse_unknown([chosen.get("format")], f"variant {name!r} of {ref}")
             raise CRError(
                 f"variant {name!r} of {ref} is {chosen.get('format')}, which {backend} does not load",
                 hint=f"{backend} loads {', '.join(formats)}; variants: " + _listing(meta),
@@ -67,12 +71,29 @@ def choose(meta: dict, formats: tuple[str, ...] | list[str] | None, name: str | 
     candidates = [effective(meta, n) for n in names(meta)] or [effective(meta)]
     loadable = [c for c in candidates if formats is None or c.get("format") in formats]
     if not loadable:
+        _refuse_unknown([c.get("format") for c in candidates], ref)
         raise CRError(
             f"{backend} cannot load {ref}: its variants are {_listing(meta)}; the backend loads {', '.join(formats or ())}",
             hint="choose a backend for one of those formats, or cr compile the model to a format this backend loads",
         )
     fp32 = [c for c in loadable if c.get("precision", "fp32") == "fp32"]
     return (fp32 or loadable)[0]
+
+
+def _refuse_unknown(fmts: list, what: str) -> None:
+    """CRError when no registered backend (nor converter) handles any of fmts (the formats
+    of what): then the fix is a backend for the format, not another --backend."""
+    from . import registry
+
+    loads = registry.formats()
+    problems = [registry.format_problem(f, loads) for f in dict.fromkeys(fmts)]
+    if problems and all(problems):
+        unknown = ", ".join(repr(f) for f in dict.fromkeys(fmts))
+        raise CRError(
+            f"{what} is in format {unknown}, which no registered backend loads; backends: {registry.describe_formats(loads)}",
+            hint="install or register a backend whose FORMATS include it (docs/howto-add-a-backend.md), "
+                 "or check the meta's format for a typo",
+        )
 
 
 def _listing(meta: dict) -> str:

@@ -164,10 +164,15 @@ def rehash(target: str | Path) -> dict:
 
 @dataclass
 class CheckReport:
-    """What `cr check` found: checked counts components, problems lists every issue."""
+    """What `cr check` found: checked counts components, problems lists every issue;
+    warnings (which leave it ok) are what may work elsewhere but not with what is
+    registered here. model_formats: (meta file, JSON pointer, format) of every valid model
+    meta's formats, for the layer that knows the backends (cr.run.check) to judge."""
 
     checked: int = 0
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    model_formats: list[tuple[str, str, str]] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -178,6 +183,7 @@ class CheckReport:
             "ok": self.ok,
             "checked": self.checked,
             "problems": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.problems],
+            "warnings": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.warnings],
         }
 
 
@@ -193,6 +199,9 @@ def _check_meta_file(meta_path: Path, repo: Repo | None, report: CheckReport) ->
     report.problems.extend(problems)
     if problems:
         return
+    if meta["kind"] == "model":
+        holders = [("", meta)] + [(f"/variants/{i}", v) for i, v in enumerate(meta.get("variants") or [])]
+        report.model_formats += [(str(meta_path), f"{where}/format", h["format"]) for where, h in holders if h.get("format")]
     if repo is not None:
         expected = repo.meta_path(meta["kind"], meta["name"], meta["version"])
         if expected.absolute() != meta_path.absolute():

@@ -108,6 +108,15 @@ def _is_relative_path(value: object) -> bool:
     return not isinstance(value, str) or not _REL_BAD.search(value)
 
 
+# A model format is an open name (docs/howto-add-a-backend.md): any name of this shape is
+# valid in a meta; the registered backends and converters say whether one is handled.
+_MODEL_FORMAT = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def _is_model_format(value: object) -> bool:
+    return not isinstance(value, str) or (len(value) <= 64 and _MODEL_FORMAT.fullmatch(value) is not None)
+
+
 def _is_regex(value: object) -> bool:
     if not isinstance(value, str):
         return True
@@ -125,6 +134,7 @@ _FORMAT_TEXT = {
     "pep508-marker": "a PEP 508 marker (e.g. platform_machine == \"aarch64\")",
     "relative-path": "a relative path inside the component (no '..', no leading '/', '/' as separator)",
     "regex": "a valid regular expression",
+    "model-format": "a format name: lowercase letters and digits, words joined by '-', at most 64 characters (e.g. onnx, torch-state-dict)",
 }
 
 
@@ -135,6 +145,7 @@ _FORMATS = {
     "pep508-marker": _is_marker,
     "relative-path": _is_relative_path,
     "regex": _is_regex,
+    "model-format": _is_model_format,
 }
 
 

@@ -67,11 +67,6 @@ def repos_by_name(index) -> dict:
     return {r.name: r for r in index.repos}
 
 
-def is_trusted_repo(name: str, index) -> bool:
-    repo = repos_by_name(index).get(name)
-    return repo is not None and repo.is_trusted
-
-
 def component_trusted(comp, meta: dict, index) -> bool:
     """Whether what comp declares may execute: its repo is trusted, or a trusted repo holds
     the same component by content: the same canonical meta, and every file of comp's folder
@@ -168,14 +163,9 @@ def recipe_items(recipe, methods=None, probes: bool = True) -> list[Item]:
     return items
 
 
-def component_items(info: dict) -> list[Item]:
-    """What a model, dataset or action component (as catalog.show describes it) would run:
-    Python files it imports, loaders and entries it names."""
-    return meta_items(info["kind"], info["ref"], info.get("repo") or "?", info["meta"])
-
-
 def meta_items(kind: str, ref: str, repo: str, meta: dict) -> list[Item]:
-    """component_items for a component known by its kind, ref, repo and meta."""
+    """What a model, dataset or action component (known by its kind, ref, repo and meta)
+    would run: Python files it imports, loaders and entries it names."""
     files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
     items = []
     if kind == "model":
@@ -194,14 +184,8 @@ def meta_items(kind: str, ref: str, repo: str, meta: dict) -> list[Item]:
     elif kind == "action":
         if meta.get("entry"):
             items.append(Item(repo, ref, "python entry (called by the runtime)", str(meta["entry"])))
-    return items
-
-
-def untrusted_items(comp, meta: dict, index) -> list[Item]:
-    """What comp would run (meta_items), unless it is trusted (by repo or identity)."""
-    items = meta_items(comp.kind, comp.ref, comp.repo, meta)
-    if items and component_trusted(comp, meta, index):
-        return []
+        if meta.get("host"):
+            items.append(Item(repo, ref, "python host hook (called by cr around the run)", str(meta["host"])))
     return items
 
 
@@ -241,6 +225,22 @@ def items_of(infos: list[dict], open_index) -> list[Item]:
     finally:
         index.close()
     return items
+
+
+def untrusted(info: dict, open_index) -> bool:
+    """Whether a component (a catalog.show dict) comes from a repository you have not trusted
+    and is not a trusted one by content (component_trusted)."""
+    from . import registry
+
+    if info.get("repo") in {r.name for r in registry.all_repos() if r.is_trusted}:
+        return False
+    index = open_index(refresh=False)
+    try:
+        comp = next((c for c in index.components(kind=info["kind"], name=info["name"])
+                     if str(c.meta_path) == str(info.get("meta_path"))), None)
+        return comp is None or not component_trusted(comp, info["meta"], index)
+    finally:
+        index.close()
 
 
 def check_components(infos: list[dict], what: str, open_index) -> None:

@@ -44,6 +44,10 @@ class Backend:
     FORMATS: tuple[str, ...] | None = None
     #: option name -> what it means; "threads" is always accepted
     OPTIONS: dict[str, str] = {}
+    # the OPTIONS whose values name native code the backend loads (a delegate library, a custom
+    # op library, a plugin): from a solution or campaign you have not trusted, they need your
+    # consent like a script (cr.run.actions.code_option_items)
+    CODE_OPTIONS: tuple[str, ...] = ()
     #: the software the backend needs in the environment it runs in (requirement strings, as in
     #: a meta's deps); read by the host without importing the framework, to make solutions and
     #: locks. None: unknown (only numpy is assumed).

@@ -30,6 +30,7 @@ class TfliteBackend(Backend):
     FORMATS = ("tflite",)
     REQUIRES = ("software:ai-edge-litert",)
     PROFILER = "cr.runtime.profiling.tflite:TfliteProfiler"
+    CODE_OPTIONS = ("delegates",)  # each names a shared library, loaded into the process
     OPTIONS = {
         "delegates": "[{library, options}]: delegates to load (e.g. libedgetpu.so.1), in order",
         "xnnpack": "false: no default delegates (the XNNPACK CPU delegate); true/unset: the runtime's default",

@@ -1,0 +1,92 @@
+"""What every action command shares: how it picks its target (--backend, --variant, -O,
+--lock, -o, --json, --no-store, ...), and how it shows a record and concludes (a failed
+run, a record the store did not take). Used by cr benchmark/run/validate, cr profile,
+cr compile and cr do."""
+from __future__ import annotations
+
+import click
+
+from . import output
+from .options import BackendOption
+
+
+def target_options(f):
+    """--backend, --variant, --dataset, --split, -O, --lock: how every action picks what it runs."""
+    for opt in reversed([
+        click.option("--backend", cls=BackendOption, help="Backend name (cr.backends entry point): {backends}."),
+        click.option("--variant", help="Model variant to run (default: the first the backend loads, fp32 first); see cr show MODEL."),
+        click.option("--dataset", "dataset", metavar="REF", help="Dataset (default: the solution's, else the model meta's)."),
+        click.option("--split", help="Dataset split: test, train or all (default: the model meta's, else test)."),
+        click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option (repeatable), e.g. -O graph_optimization_level=basic."),
+        click.option("--lock", "lock_file", type=click.Path(exists=True, dir_okay=False), help="Run inside this lock's interpreter and environment."),
+        click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the result record (JSON) here."),
+        click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON."),
+        click.option("--no-store", "store", is_flag=True, default=True, flag_value=False,
+                     help="Do not keep the result in the results store (cr results list)."),
+        click.option("--install", is_flag=True,
+                     help="Install what running the model needs and is missing here (its lock's software) first."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def kept(call):
+    """(what call returns, None), or, when the results store did not take a record,
+    (the records it carries: one, or a list for a solution, NotStored): the result is shown
+    first, then the command fails naming the file the record was kept in."""
+    from ..run.actions import NotStored
+
+    try:
+        return call(), None
+    except NotStored as exc:
+        return exc.records, exc
+
+
+def conclude(not_stored, *checks) -> None:
+    """Run each check (each raises CRError for a failure the user must see); the first one
+    that fails is the Error, and a record not stored is then a warning; else NotStored is."""
+    from ..errors import CRError
+
+    for check in checks:
+        try:
+            check()
+        except CRError:
+            if not_stored is not None:
+                output.warn(not_stored.message + (f" ({not_stored.hint})" if not_stored.hint else ""))
+            raise
+    if not_stored is not None:
+        raise not_stored
+
+
+def show(record: dict, out, as_json: bool, table=None) -> None:
+    """The result as JSON or (when it succeeded) as the table; the -o file named."""
+    from ..results.record import to_json
+
+    if as_json:
+        output.emit_json(to_json(record))
+    elif record["status"] == "ok" and table is not None:
+        table()
+    if out:
+        click.echo(f"result: {out}", err=True)
+
+
+def status(record: dict) -> None:
+    """CRError for a run that failed."""
+    from ..errors import CRError
+
+    if record["status"] != "ok":
+        error = record.get("error") or {}
+        hint = error.get("hint") or ""
+        if record.get("uid") and (error.get("traceback") or error.get("stderr_tail")):
+            hint = (hint + "; " if hint else "") + f"its traceback and output: cr results show {record['uid']}"
+        raise CRError(error.get("message", f"the {record['action']} failed"), hint=hint or None)
+
+
+def finish(record: dict, out, as_json: bool, table=None, not_stored=None) -> None:
+    show(record, out, as_json, table)
+    conclude(not_stored, lambda: status(record))
+
+
+def one(result):
+    """A record from kept()'s first value (NotStored carries a list)."""
+    return result[0] if isinstance(result, list) else result

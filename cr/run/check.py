@@ -1,0 +1,29 @@
+"""`cr check`: the store's checks (cr.store.authoring.check) plus what only the host knows.
+
+A model's format is an open name (any well-formed one passes the schema); whether
+something here loads it is known only from the registered backends and the converters
+(cr.runtime.registry). A format none of them handles is a warning, not a problem: the
+backend may be installed only in a lock's interpreter, or in the environment of the
+machine the component is meant for.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..runtime import registry
+from ..store.authoring import CheckReport
+from ..store.authoring import check as check_store
+from ..store.meta import Problem
+
+
+def check(target: str | Path | None = None) -> CheckReport:
+    """Validate metas and checksums (everything, a path or a ref), then warn about model
+    formats that no registered backend loads and no converter reads."""
+    report = check_store(target)
+    if report.model_formats:
+        loads = registry.formats()
+        for meta_path, pointer, fmt in report.model_formats:
+            problem = registry.format_problem(fmt, loads)
+            if problem:
+                report.warnings.append(Problem(meta_path, pointer, problem))
+    return report
