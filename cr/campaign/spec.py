@@ -254,7 +254,7 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
     except CRError as exc:
         raise CRError(f"{_where(campaign, '/matrix/backend')}: {exc.message}", hint=exc.hint) from None
     own = sol["meta"].get("backend_options") or {}
-    options = {**own, **(point.get("backend_options") or {})}  # what the run gets: cr.run.actions.prepare merges them
+    options = {**own, **(point.get("backend_options") or {})}  # what the run gets: cr.run.target.prepare merges them
     if options:
         try:
             check_options(registry.load_class(entry), options)
@@ -263,7 +263,7 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
             whose = f" (solution {sol['ref']}" + (f" declares backend_options {sorted(own)}" if own else "") + ")"
             raise CRError(f"{_where(campaign, where)}: {exc.message}{whose}", hint=exc.hint) from None
     if point.get("backend_options"):  # a campaign you have not trusted cannot name native code to load
-        from ..run.actions import code_option_items
+        from ..run.target import code_option_items
         from ..store import trust
         from ..store.catalog import show
 
@@ -319,7 +319,7 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
     return jobs
 
 
-def run_kwargs(job: Job) -> tuple[dict, dict]:
+def run_kwargs(job: CampaignJob) -> tuple[dict, dict]:
     """(overrides per action for run_declared, its backend/variant/backend_options kw) of a job."""
     from ..run.hooks import actions_for
     from ..store.catalog import show

@@ -5,9 +5,10 @@
                        params={"min_duration_s": 1, "min_queries": 500}, output="r.json")
     record["status"], record["metrics"]["latency_ns"]["p99"]
 
-    actions.py    prepare(): target, variant, dataset, params; the typed Job; run_action(),
-                  the one pipeline of every action (child -> record -> results store);
-                  benchmark(), predict()
+    actions.py    run_action(), the one pipeline of every action (child -> record ->
+                  results store); the typed Job; benchmark(), predict()
+    target.py     prepare(): target, variant, dataset, options, trust; merged_params();
+                  where(): the lock, env and interpreter a child runs with
     hooks.py      ActionHost: the per-action host hook run_action calls at each step
                   (an action meta's "host"), load_host() checks it; actions_for(kind)
     benchmark.py  the benchmark's hook: settings check, LoadGen software and logs
@@ -20,6 +21,7 @@
                   new model version registered), compile_model()
     solution.py   solutions: create, init (verify, resolve, install, compile, lock), run declared
     reproduce.py  reproduce(): init + the declared actions + a comparison with the reference
+    check.py      cr check: the store's checks + a warning per model format nothing here loads
 
 Parameters are an action meta's defaults (actions/NAME/meta.json), overridden by a
 solution's params, overridden by the caller's; they are validated against the action's

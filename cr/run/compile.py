@@ -54,7 +54,7 @@ from ..runtime.actions import compile as conversions
 from ..runtime.job import Job
 from ..results import record as records
 from . import launch
-from .actions import merged_params
+from .target import merged_params
 from .hooks import ActionHost
 
 ACTION = "action:compile"
@@ -171,7 +171,7 @@ class CompileHost(ActionHost):
         from ..store.catalog import show
         from ..store.refs import parse_version
         from ..store.registry import ensure_local_repo
-        from .actions import Target
+        from .target import Target
 
         extra = run.extra
         model = show(run.ref, verify=False, prefer_repo=extra.get("prefer_repo"))
@@ -211,7 +211,7 @@ class CompileHost(ActionHost):
         source, model, to = run.state["source"], run.target.model, run.params["to"]
         if python is None and env is None:
             from ..resolve.compose import compose
-            from .actions import model_lock
+            from .target import model_lock
 
             the_lock = model_lock(model["ref"], compile_requirements(source.get("format"), to), f"compiling to {to}", run.install)
             if the_lock is not None:

@@ -67,7 +67,7 @@ class ActionRun:
     model_ref: str | None = None
     entry_point: str | None = None
     extra: dict = field(default_factory=dict)  # what this action's host takes beyond these (profile: trace)
-    target: object = None  # cr.run.actions.Target, once settled
+    target: object = None  # cr.run.target.Target, once settled
     params: dict | None = None
     state: dict = field(default_factory=dict)  # the host's own notes between its steps
 
@@ -82,7 +82,7 @@ class ActionHost:
     needs_backend = True
 
     def settle(self, run: ActionRun) -> None:
-        from .actions import merged_params, model_target, prepare
+        from .target import merged_params, model_target, prepare
 
         if run.target is None:
             if self.needs_backend or run.backend is not None:
@@ -99,7 +99,7 @@ class ActionHost:
         return ()
 
     def where(self, run: ActionRun) -> tuple[dict | None, dict | None, str]:
-        from .actions import where
+        from .target import where
 
         return where(run.target, run.lock, run.action, run.install, self.requirements(run))
 

@@ -18,7 +18,8 @@ from ..resolve.compose import compose
 from ..runtime.job import Job
 from ..results import record as records
 from . import launch
-from .actions import prepare, run_action
+from .actions import run_action
+from .target import prepare
 
 COMPARE_ENTRY = "cr.runtime.actions.infer:compare"
 

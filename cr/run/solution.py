@@ -26,7 +26,8 @@ from ..errors import CRError, NotFound
 from ..events import reporter
 from ..resolve import plan
 from ..store import catalog
-from .actions import NotStored, merged_params, run_action
+from .actions import NotStored, run_action
+from .target import merged_params
 from .hooks import actions_for
 
 
@@ -228,7 +229,7 @@ def _code_items(sol: dict) -> list:
                 infos.append(info)
     items = trust.items_of(infos, catalog.open_index)
     if meta.get("backend") and meta.get("backend_options"):
-        from .actions import code_option_items
+        from .target import code_option_items
 
         try:
             items += code_option_items(sol, registry.find(meta["backend"]), meta["backend_options"])
