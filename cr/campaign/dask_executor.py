@@ -1,45 +1,52 @@
-"""The Dask executor: a campaign's jobs on the workers of a Dask cluster.
+"""The cluster executor (registered as ``dask``): a campaign's jobs on the workers of a
+`cr scheduler` (`cr worker` processes).
 
     cr campaign run NAME --scheduler tcp://127.0.0.1:8786 --retries 2 --wait-for-workers 3
     DaskExecutor(scheduler="tcp://127.0.0.1:8786", retries=2, wait_for_workers=3).run(run)
 
-Placement is checked by cr (cr.campaign.placement), not left to Dask (which keeps a task no
-worker can run pending forever, silently): before a job is submitted, and whenever a
-worker leaves, a job that no connected worker matches is reported unplaceable at once,
+It keeps its name and options from when the cluster was a Dask one; since issue 24 the
+cluster speaks cr's own wire (cr.campaign.link, cr.campaign.cluster): the coordinator
+sends jobs as JSON and archives as bytes, and receives events and outcomes as data. Nothing
+the scheduler sends is unpickled or run here.
+
+Placement is checked by cr (cr.campaign.placement): before a job is submitted, and whenever
+a worker leaves, a job that no connected worker matches is reported unplaceable at once,
 naming for each worker what it lacks. A job is submitted restricted to the workers that
-match (their markers and capabilities), asking for one ``benchmark`` slot (or one ``gpu``
-slot) and its capability labels. Each job carries its solution's archive bytes and their
-sha256 (cr.campaign.wire): workers need no shared file system. A worker that leaves
-mid-job fails that attempt (recorded with its name); Dask runs the job again on another
-matching worker, up to --retries more times. At most WINDOW jobs per slot are in flight,
-so the coordinator's memory stays flat. The workers run cr.campaign.cluster.job_entry.
+match, asking for one ``benchmark`` slot (or one ``gpu`` slot) and its capability labels.
+Each solution's archive goes to the scheduler once, with its sha256; a worker gets it
+with each job and checks it (cr.campaign.worker): workers need no shared file system. The
+scheduler says when it sent a job to a worker (``started``, naming the worker from its own
+state), when a worker left mid-job (``lost``: it queues the job again while --retries
+lasts) and what came back (``result``, the outcome of the worker the job was sent to). At
+most WINDOW jobs per slot are in flight, so the memory of both stays flat.
 """
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections import deque
 
 from ..errors import CRError
-from .cluster import TOPIC, address as full_address
 from .coordinator import Run
 from .executors import Executor, Option
+from .link import INSECURE_FLAG, LinkError, address as full_address, as_tls, check_plain, connect as link_to, split
 from .placement import needs, placement, slots, unplaceable_reason
 from .spec import CampaignJob
-from .wire import Archives, job_payload
+from .wire import Archives
 
 WINDOW = 8  # jobs in flight per slot of the cluster (at least MIN_WINDOW)
 MIN_WINDOW = 16
-REFRESH_S = 0.5
+WAIT_S = 0.5
 
 
 class DaskExecutor(Executor):
-    """The jobs on the cr workers of a Dask scheduler (`cr scheduler`, `cr worker`)."""
+    """The jobs on the cr workers of a cr scheduler (`cr scheduler`, `cr worker`)."""
 
     name = "dask"
-    summary = "on the cr workers of a Dask scheduler (--scheduler ADDR)"
+    summary = "on the cr workers of the cr scheduler (--scheduler ADDR)"
     OPTIONS = (
-        Option("scheduler", str, None, "the Dask scheduler's address, tcp://HOST:PORT or tls://... (cr scheduler prints it)",
+        Option("scheduler", str, None, "the scheduler's address, tcp://HOST:PORT or tls://... (cr scheduler prints it)",
                required=True, flag="--scheduler"),
         Option("retries", int, 2, "runs of a job again after its worker left mid-job", flag="--retries"),
         Option("wait_for_workers", int, 0, "wait until this many cr workers joined", flag="--wait-for-workers"),
@@ -48,16 +55,20 @@ class DaskExecutor(Executor):
         Option("tls_ca_file", str, None, "TLS: the CA certificate (PEM) both sides trust", flag="--tls-ca-file"),
         Option("tls_cert", str, None, "TLS: this side's certificate (PEM)", flag="--tls-cert"),
         Option("tls_key", str, None, "TLS: this side's private key (PEM)", flag="--tls-key"),
-        Option("security", object, None, "a distributed.Security to use instead of the tls_* files (library)"),
+        Option("insecure_no_tls", bool, False, "connect to a scheduler off loopback without TLS (anyone on the network "
+               "can read and change what crosses)", flag=INSECURE_FLAG),
+        Option("security", object, None, "a cr.campaign.link.Tls (or a distributed.Security naming its files) instead "
+               "of the tls_* files (library)"),
     )
 
     def __init__(self, scheduler: str, retries: int = 2, wait_for_workers: int = 0, timeout: float = 60.0,
                  connect_timeout: float = 10.0, tls_ca_file: str | None = None, tls_cert: str | None = None,
-                 tls_key: str | None = None, security=None, noop: bool = False):
-        from .cluster import security as tls
+                 tls_key: str | None = None, insecure_no_tls: bool = False, security=None, noop: bool = False):
+        from .link import security as tls
 
-        self.security = security if security is not None else tls(tls_ca_file, tls_cert, tls_key)
+        self.security = as_tls(security) if security is not None else tls(tls_ca_file, tls_cert, tls_key)
         self.address = full_address(scheduler, self.security)
+        check_plain(split(self.address)[0], self.security, bool(insecure_no_tls), "the scheduler is at")
         self.retries, self.wait_for_workers, self.timeout = retries, wait_for_workers, timeout
         self.connect_timeout = connect_timeout
         self.noop = noop  # dispatch only (benchmarks/bench_campaign.py): run no job, measure the round trip
@@ -66,62 +77,110 @@ class DaskExecutor(Executor):
         return self.address
 
     def run(self, run: Run) -> None:
-        from distributed import wait
-
-        client = connect(self.address, self.security, self.connect_timeout)
-        events: queue.Queue = queue.Queue()
+        session = Session(self.address, self.security, self.connect_timeout)
         try:
-            client.subscribe_topic(TOPIC, lambda event: events.put(event[1] if isinstance(event, tuple) else event))
             if self.wait_for_workers:
-                _wait_for(client, self.wait_for_workers, self.timeout)
-            _loop(run, client, events, self.retries, self.noop, wait)
-        finally:  # also on Ctrl-C: the scheduler releases the jobs of a client that leaves
+                session.wait_for(self.wait_for_workers, self.timeout)
+            _loop(run, session, self.retries, self.noop)
+        finally:  # also on Ctrl-C: the scheduler drops the queued jobs of a coordinator that leaves
+            session.close()
+
+
+class Session:
+    """This coordinator's connection to the scheduler: messages in a queue read by a thread."""
+
+    def __init__(self, addr: str, sec, timeout: float):
+        try:
+            self.link = link_to(addr, sec, timeout)
+            self.link.send({"op": "hello", "role": "coordinator"})
+            answer, _ = self.link.recv(timeout=timeout)
+        except (OSError, LinkError) as exc:
+            raise CRError(f"the scheduler at {addr} does not answer (waited {timeout:g} s): {type(exc).__name__}",
+                          hint="start it (cr scheduler) and check the address, the port and the --tls-* options") from None
+        if answer.get("op") != "welcome":
+            self.link.close()
+            raise CRError(f"the scheduler at {addr} refused this coordinator", hint="check the address")
+        self.addr = addr
+        self.workers: dict[str, dict] = {}
+        try:  # the scheduler's view of its workers comes right after its welcome
+            first, _ = self.link.recv(timeout=timeout)
+        except LinkError as exc:
+            raise CRError(f"the scheduler at {addr} went away: {exc}", hint="start it again") from None
+        if first.get("op") == "workers" and isinstance(first.get("workers"), dict):
+            self.workers = _workers(first["workers"])
+        self.inbox: queue.Queue = queue.Queue()
+        self.gone: str | None = None
+        self.link.heartbeat()
+        threading.Thread(target=self._read, daemon=True, name="cr-coordinator-reader").start()
+
+    def _read(self) -> None:
+        while True:
             try:
-                client.close(timeout=5)
-            except Exception:  # noqa: BLE001 - closing a client of a scheduler already gone
-                pass
+                msg, blobs = self.link.recv()
+            except LinkError as exc:
+                self.inbox.put(({"op": "gone", "why": str(exc)}, []))
+                return
+            self.inbox.put((msg, blobs))
+
+    def next(self, timeout: float) -> tuple[dict, list] | None:
+        try:
+            msg, blobs = self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if msg.get("op") == "workers" and isinstance(msg.get("workers"), dict):
+            self.workers = _workers(msg["workers"])
+        elif msg.get("op") == "gone":
+            raise CRError(f"the scheduler at {self.addr} went away: {msg.get('why')}",
+                          hint="start it again; cr campaign run NAME resumes (finished jobs are skipped)")
+        return msg, blobs
+
+    def wait_for(self, n: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.workers) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CRError(f"{len(self.workers)} cr worker(s) joined within {timeout:g} s, {n} were awaited",
+                              hint="start more with cr worker --scheduler ADDR, or lower --wait-for-workers")
+            got = self.next(min(left, WAIT_S))
+            if got is not None and got[0].get("op") != "workers":
+                self.inbox.put(got)  # pragma: no cover - nothing else comes before a submit
+
+    def send(self, header: dict, blobs=()) -> None:
+        try:
+            self.link.send(header, blobs)
+        except LinkError as exc:
+            raise CRError(f"the scheduler at {self.addr} went away: {exc}",
+                          hint="start it again; cr campaign run NAME resumes (finished jobs are skipped)") from None
+
+    def close(self) -> None:
+        self.link.close()
 
 
-def connect(addr: str, sec=None, timeout: float = 10.0):
-    from distributed import Client
-
-    from .cluster import _quiet_logs
-
-    _quiet_logs()
-    addr = full_address(addr, sec)
-    try:
-        return Client(addr, security=sec, timeout=timeout, set_as_default=True)
-    except (OSError, TimeoutError) as exc:
-        raise CRError(f"the scheduler at {addr} does not answer (waited {timeout:g} s): {type(exc).__name__}",
-                      hint="start it (cr scheduler) and check the address, the port and the --tls-* options") from None
-
-
-def workers(client) -> dict[str, dict]:
-    """address -> {"name", "resources", "platform" (Platform), "info"} of the connected cr workers."""
+def _workers(view: dict) -> dict[str, dict]:
+    """name -> {"name", "resources", "platform" (Platform), "info"} of the scheduler's view."""
     from ..platform.model import Platform
 
     out = {}
-    for addr, w in client.scheduler_info(n_workers=-1)["workers"].items():
-        info = w.get("cr")
-        if not isinstance(info, dict):
-            continue  # not a cr worker: it never gets a job
-        out[addr] = {"name": str(w.get("name")), "resources": w.get("resources") or {},
-                     "platform": Platform.from_dict(info.get("platform") or {}), "info": info}
+    for name, w in view.items():
+        info = w.get("info") if isinstance(w, dict) else None
+        res = w.get("resources") if isinstance(w, dict) else None
+        if not isinstance(info, dict) or not isinstance(res, dict):
+            continue
+        try:
+            platform = Platform.from_dict(info.get("platform") or {})
+        except (CRError, TypeError, ValueError, KeyError, AttributeError):
+            continue  # a platform this coordinator cannot read: that worker gets no job
+        out[name] = {"name": name, "resources": res, "platform": platform, "info": info}
     return out
 
 
-def _wait_for(client, n: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while len(workers(client)) < n:
-        if time.monotonic() > deadline:
-            have = len(workers(client))
-            raise CRError(f"{have} cr worker(s) joined within {timeout:g} s, {n} were awaited",
-                          hint="start more with cr worker --scheduler ADDR, or lower --wait-for-workers")
-        time.sleep(0.2)
+def connect(addr: str, sec=None, timeout: float = 10.0) -> Session:
+    """A Session with the scheduler at addr (HOST:PORT or a full address)."""
+    return Session(full_address(addr, sec), sec, timeout)
 
 
-def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
-    known = workers(client)
+def _loop(run: Run, session: Session, retries: int, noop: bool) -> None:
+    known = session.workers
     pending: deque[CampaignJob] = deque()
     for job in run.todo:
         fit, why = placement(job, known)
@@ -129,125 +188,130 @@ def _loop(run: Run, client, events, retries: int, noop: bool, wait) -> None:
             pending.append(job)
         else:
             run.not_run(job, "unplaceable", unplaceable_reason(job, why))
-    by_id = {j.id: j for j in run.todo}
-    futures: dict[str, object] = {}  # job id -> future
+    by_key = {_key(j): j for j in run.todo}
+    in_flight: set[str] = set()  # keys submitted and not final
     running_on: dict[str, str] = {}  # job id -> the worker name of its current attempt
     archives = Archives()
-    refreshed = time.monotonic()
-    names = {a: w["name"] for a, w in known.items()}
-    while pending or futures:
-        while pending and len(futures) < max(MIN_WINDOW, WINDOW * slots(known)):
+    sent: set[str] = set()  # archives the scheduler has
+    while pending or in_flight:
+        batch = []
+        while pending and len(in_flight) + len(batch) < max(MIN_WINDOW, WINDOW * slots(known)):
             job = pending.popleft()
             fit, why = placement(job, known)
             if not fit:
                 run.not_run(job, "unplaceable", unplaceable_reason(job, why))
                 continue
-            futures[job.id] = _submit(client, job, fit, archives, noop)
-        if futures:
-            try:
-                wait(list(futures.values()), timeout=0.1, return_when="FIRST_COMPLETED")
-            except TimeoutError:
-                pass
-        _drain(run, events, by_id, running_on, futures, retries)
-        done = [(jid, fut) for jid, fut in futures.items() if fut.done()]
-        if done:
-            for jid, _ in done:
-                del futures[jid]
-            finished = [fut for _, fut in done if fut.status == "finished"]
-            outcomes = dict(zip([f.key for f in finished], client.gather(finished, errors="skip"))) if finished else {}
-            for jid, fut in done:
-                _collect(run, by_id[jid], fut, running_on, outcomes.get(fut.key))
+            batch.append(_spec(job, [known[n]["name"] for n in fit], retries, noop, archives, sent, session))
+        if batch:
+            session.send({"op": "submit", "jobs": batch})
+            in_flight.update(b["key"] for b in batch)
+        got = session.next(WAIT_S)
+        finished = False
+        while got is not None:
+            msg, blobs = got
+            finished |= _event(run, msg, blobs, by_key, in_flight, running_on, session, retries)
+            got = session.next(0)
+        if finished:
             run.sync()  # one fsync for the batch: every "done" above is on disk before more is submitted
-        if time.monotonic() - refreshed > REFRESH_S:
-            refreshed = time.monotonic()
-            now = workers(client)
-            left = {names[a] for a in known if a not in now}
-            names.update({a: w["name"] for a, w in now.items()})
-            known = now
+        if session.workers is not known:
+            left = {n for n in known if n not in session.workers}
+            known = session.workers
             if left:
-                _worker_left(run, left, futures, pending, by_id, running_on, retries, known)
+                _worker_left(run, left, in_flight, pending, by_key, running_on, known, session)
 
 
-def _submit(client, job: CampaignJob, fit: list[str], archives: Archives, noop: bool):
-    from .cluster import job_entry
-
-    payload = job_payload(job, noop=True) if noop else job_payload(job, *archives.get(job.solution))
-    return client.submit(job_entry, payload, key=f"cr-job-{job.id}", resources=needs(job), workers=fit,
-                         allow_other_workers=False, pure=False, retries=0)
+def _key(job: CampaignJob) -> str:
+    return f"cr-job-{job.id}"
 
 
-def _drain(run: Run, events, by_id: dict, running_on: dict, futures: dict, retries: int) -> None:
-    while True:
-        try:
-            msg = events.get_nowait()
-        except queue.Empty:
-            return
-        job = by_id.get(msg.get("job")) if isinstance(msg, dict) else None
-        if job is None or run.is_final(job):
-            continue
-        if msg.get("event") == "started":
-            name = msg.get("cr_worker")
-            before = running_on.get(job.id)
-            if before == name and run.outcomes.get(job.id, {}).get("state") == "running":
-                continue  # the same attempt announced twice
-            if before is not None and run.outcomes.get(job.id, {}).get("state") == "running":
-                # Dask started it again elsewhere before this loop saw the first worker go:
-                # the first attempt ended without an outcome
-                if _lost(run, job, before, futures, retries):
-                    continue
-            running_on[job.id] = name
+def _spec(job: CampaignJob, fit: list[str], retries: int, noop: bool, archives: Archives, sent: set, session) -> dict:
+    spec = {"key": _key(job), "job": job.to_dict(), "kind": "noop" if noop else "job", "sha256": None,
+            "needs": needs(job), "workers": fit, "retries": retries}
+    if not noop:
+        data, sha = archives.get(job.solution)
+        if sha not in sent:
+            session.send({"op": "archive", "sha256": sha}, [data])
+            sent.add(sha)
+        spec["sha256"] = sha
+    return spec
+
+
+def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, running_on: dict, session, retries: int) -> bool:
+    """Apply one message of the scheduler to the run; True when a job became final."""
+    op, key = msg.get("op"), msg.get("key")
+    job = by_key.get(key) if isinstance(key, str) else None
+    if job is None or run.is_final(job):
+        return False
+    name = msg.get("worker") if isinstance(msg.get("worker"), str) else None
+    if op == "started":
+        if run.outcomes.get(job.id, {}).get("state") == "running":
+            # started again before the loss of the attempt before was told: that attempt ended
+            _lost(run, job, running_on.get(job.id), True, in_flight, session, retries)
+        running_on[job.id] = name
+        run.started(job, name)
+        return False
+    if op == "lost":
+        if msg.get("attempt") != run.attempts[job.id] or run.outcomes.get(job.id, {}).get("state") != "running":
+            return False  # an attempt already counted as lost
+        running_on.pop(job.id, None)
+        return _lost(run, job, name, bool(msg.get("retry")), in_flight, session, retries)
+    if op == "refused":
+        in_flight.discard(key)
+        run.finished(job, {"status": "failed", "records": [], "error": {
+            "message": f"the scheduler refused the job: {str(msg.get('message'))[:300]}", "hint": None}}, {"name": None}, sync=False)
+        return True
+    if op == "result":
+        in_flight.discard(key)
+        outcome = msg.get("outcome") if isinstance(msg.get("outcome"), dict) else {}
+        outcome = {**outcome, "latencies": _blobs(msg.get("latencies"), blobs)}
+        worker = outcome.get("worker") if isinstance(outcome.get("worker"), dict) else {}
+        worker = {**worker, "name": name}  # the scheduler's word for who ran it
+        if run.outcomes.get(job.id, {}).get("state") != "running":
             run.started(job, name)
+        running_on.pop(job.id, None)
+        run.finished(job, outcome, worker, sync=False)
+        return True
+    return False
 
 
-def _collect(run: Run, job: CampaignJob, fut, running_on: dict, outcome: dict | None) -> None:
-    if fut.status == "cancelled" or run.is_final(job):
-        return
-    if fut.status == "finished" and isinstance(outcome, dict):
-        worker = outcome.get("worker") or {}
-    else:
-        exc = fut.exception() if fut.status == "error" else None
-        name = running_on.get(job.id)
-        what = f"{type(exc).__name__}: {exc}" if exc is not None else "no outcome came back"
-        outcome = {"status": "failed", "records": [],
-                   "error": {"message": f"the job failed on worker {name}: {what}", "hint": None}}
-        worker = {"name": name}
-    if run.outcomes.get(job.id, {}).get("state") != "running":  # its result came before its start event
-        run.started(job, worker.get("name"))
-    running_on.pop(job.id, None)
-    run.finished(job, outcome, worker, sync=False)
+def _blobs(index, blobs: list) -> list | None:
+    """The outcome's latencies (bytes or None per record) from the message's index into blobs."""
+    if not isinstance(index, list):
+        return None
+    return [blobs[i] if type(i) is int and 0 <= i < len(blobs) else None for i in index]
 
 
-def _lost(run: Run, job: CampaignJob, name: str, futures: dict, retries: int) -> bool:
-    """The current attempt of job ended with its worker: record it; True when no retry is left
-    (the job is then failed and its future cancelled)."""
+def _lost(run: Run, job: CampaignJob, name: str | None, retry: bool, in_flight: set, session, retries: int) -> bool:
+    """The current attempt of job ended with its worker: record it; True when no retry is
+    left (the job is then failed and cancelled at the scheduler)."""
     attempt = run.attempts[job.id]
     run.attempt_failed(job, name, f"worker {name} left mid-job (attempt {attempt})")
-    if attempt <= retries:
+    if retry:
         return False
-    fut = futures.pop(job.id, None)
-    if fut is not None:
-        fut.cancel()
+    key = _key(job)
+    if key in in_flight:
+        in_flight.discard(key)
+        session.send({"op": "cancel", "keys": [key]})
     run.finished(job, {"status": "failed", "records": [], "error": {
         "message": f"worker {name} left mid-job, attempt {attempt} of {retries + 1}: no retry is left",
         "hint": "raise --retries, or keep the workers running"}}, {"name": name})
     return True
 
 
-def _worker_left(run: Run, left: set[str], futures: dict, pending: deque, by_id: dict, running_on: dict,
-                 retries: int, known: dict) -> None:
-    for jid, name in list(running_on.items()):
-        job = by_id[jid]
-        if name not in left or run.is_final(job):
-            continue
-        del running_on[jid]
-        _lost(run, job, name, futures, retries)
-    for jid in list(futures):
-        job = by_id[jid]
+def _worker_left(run: Run, left: set[str], in_flight: set, pending: deque, by_key: dict, running_on: dict,
+                 known: dict, session) -> None:
+    """Jobs that no remaining worker matches are unplaceable now (cancelled at the scheduler)."""
+    cancel = []
+    for key in list(in_flight):
+        job = by_key[key]
         fit, why = placement(job, known)
-        if not fit:
-            futures.pop(jid).cancel()
-            running_on.pop(jid, None)
+        if not fit and not run.is_final(job):
+            in_flight.discard(key)
+            cancel.append(key)
+            running_on.pop(job.id, None)
             run.not_run(job, "unplaceable", unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")
+    if cancel:
+        session.send({"op": "cancel", "keys": cancel})
     for job in list(pending):
         fit, why = placement(job, known)
         if not fit:

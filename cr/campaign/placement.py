@@ -8,7 +8,7 @@
 A worker offers ``benchmark`` = 1 (one benchmark at a time on a machine), ``gpu`` = its
 number of GPUs (a GPU job takes one GPU slot instead of the machine's slot) and one label
 per capability (``aarch64``, ``raspberry-pi-4``, ``nvidia-gpu``, ...; quantity LABEL, never
-what limits concurrency). Dask takes these as worker resources; another scheduler maps
+what limits concurrency). cr's scheduler (cr.campaign.cluster) counts these; another maps
 them onto its own (Ray custom resources, Slurm GRES and features).
 
 Placement is checked by cr, not left to a scheduler (which may keep a task no worker can

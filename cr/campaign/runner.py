@@ -51,8 +51,8 @@ def run_campaign(name: str, executor: str | None = None, scheduler: str | None =
     executor: a registered executor's name (cr.campaign.executors.available()): "local"
     (the default), "dask" (the default when scheduler is given), or a plugin's; options:
     its options (its OPTIONS; unknown ones are refused). scheduler, retries,
-    wait_for_workers, timeout, connect_timeout and security (a distributed.Security;
-    cr.campaign.cluster.security builds one from files) are the dask executor's options,
+    wait_for_workers, timeout, connect_timeout and security (a cr.campaign.link.Tls, which
+    cr.campaign.link.security builds from files) are the dask executor's options,
     kept as keywords. listener(kind, job, info): progress events (started, done, failed,
     retry, unplaceable, skipped). KeyboardInterrupt leaves the journal consistent; a later
     run resumes.

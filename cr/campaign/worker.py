@@ -11,7 +11,7 @@ the solution up (once per archive: the archive cache), then runs the job's actio
 outcome is in wire form (latencies as bytes) and never an exception: a damaged archive, a
 bad job or a failed run is a failed outcome naming the worker.
 
-A Dask worker calls it from cr.campaign.cluster.job_entry; a Ray task or a batch job
+A cluster worker calls it from cr.campaign.cluster (`cr worker`); a Ray task or a batch job
 would call it the same way. Nothing here imports a scheduler.
 """
 from __future__ import annotations

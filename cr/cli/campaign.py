@@ -1,4 +1,4 @@
-"""cr campaign new|show|run|status, cr scheduler, cr worker: campaigns over this machine or a Dask cluster."""
+"""cr campaign new|show|run|status, cr scheduler, cr worker: campaigns over this machine or a cr cluster."""
 from __future__ import annotations
 
 import sys
@@ -19,8 +19,15 @@ def _tls_options(f):
     return f
 
 
+def _insecure_option(f):
+    return click.option("--insecure-no-tls", "insecure", is_flag=True,
+                        help="Allow a cluster off loopback without TLS: anyone who can reach the port can join as a "
+                             "worker (getting every job's archive, returning false results) or submit jobs, and "
+                             "read or change what crosses.")(f)
+
+
 def _security(ca, cert, key):
-    from ..campaign.cluster import security
+    from ..campaign.link import security
 
     return security(ca, cert, key)
 
@@ -176,7 +183,8 @@ def _pairs(pairs: tuple[str, ...]) -> dict:
 
 
 # today's flags, each the dask executor's option of the same name (-E NAME=VALUE reaches any executor's)
-_FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeout", "tls_ca_file", "tls_cert", "tls_key")
+_FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeout", "tls_ca_file", "tls_cert", "tls_key",
+          "insecure_no_tls")
 
 
 @campaign.command()
@@ -185,7 +193,7 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
               help="Where the jobs run (default: local, or dask with --scheduler): {executors}.")
 @click.option("-E", "--executor-option", "executor_options", multiple=True, metavar="NAME=VALUE", cls=ExecutorHelp,
               help="An option of the executor (repeatable): {executor_options}.")
-@click.option("--scheduler", "scheduler", metavar="ADDR", help="The Dask scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
+@click.option("--scheduler", "scheduler", metavar="ADDR", help="The cluster's scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
 @click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
 @click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
 @click.option("--retries", type=click.IntRange(0, 100), help="dask: runs of a job again after its worker left mid-job  [default: 2]")
@@ -193,10 +201,11 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]")
 @click.option("--connect-timeout", type=float, help="dask: seconds to wait for the scheduler to answer  [default: 10.0]")
 @_tls_options
+@_insecure_option
 @click.option("--json", "as_json", is_flag=True, help="Print the per-job summary as JSON.")
 @click.pass_context
 def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retries, wait_for_workers, timeout,
-        connect_timeout, tls_ca_file, tls_cert, tls_key, as_json):
+        connect_timeout, tls_ca_file, tls_cert, tls_key, insecure, as_json):
     """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any job failed.
 
     The executor's options come from -E NAME=VALUE, and for the dask executor from its
@@ -207,7 +216,8 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
     from ..errors import CRError
 
     options = _pairs(executor_options)
-    flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key)))
+    flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key,
+                              insecure or None)))
     options.update({k: v for k, v in flags.items() if v is not None})
     chosen = executors.make(executor_name(executor, options), options)  # its options checked before anything runs
     c = spec.load(name)
@@ -276,8 +286,12 @@ def status(name, watch, as_json):
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (0.0.0.0: every one).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8786, show_default=True, help="Port (0: any free one).")
 @_tls_options
-def scheduler(host, port, tls_ca_file, tls_cert, tls_key):
-    """Start a Dask scheduler for campaigns (prints its address; Ctrl-C stops it)."""
+@_insecure_option
+def scheduler(host, port, tls_ca_file, tls_cert, tls_key, insecure):
+    """Start the scheduler of a campaign cluster (prints its address; Ctrl-C stops it).
+
+    It listens on --host only (127.0.0.1 by default); off loopback it needs TLS
+    (or --insecure-no-tls). docs/security.md says what each party can do."""
     from ..campaign.cluster import serve_scheduler
 
     sec = _security(tls_ca_file, tls_cert, tls_key)
@@ -287,7 +301,7 @@ def scheduler(host, port, tls_ca_file, tls_cert, tls_key):
         sys.stdout.flush()
 
     try:
-        serve_scheduler(host, port, sec, on_ready=ready)
+        serve_scheduler(host, port, sec, on_ready=ready, insecure=insecure)
     except KeyboardInterrupt:
         click.echo("scheduler stopped", err=True)
 
@@ -299,8 +313,12 @@ def scheduler(host, port, tls_ca_file, tls_cert, tls_key):
 @click.option("--platform-root", type=click.Path(file_okay=False), help="Advertise the machine captured in this directory (cr platform --capture).")
 @click.option("--trust", is_flag=True, help="Let archives' install scripts and probes run without asking (only for a coordinator you trust).")
 @_tls_options
-def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls_cert, tls_key):
-    """Start a Dask worker that runs campaign jobs and advertises its platform as resources."""
+@_insecure_option
+def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls_cert, tls_key, insecure):
+    """Start a worker that runs campaign jobs and advertises its platform as resources.
+
+    It listens on no port: it connects to the scheduler and runs cr's job function only.
+    A scheduler off loopback needs TLS (or --insecure-no-tls)."""
     import os
     import socket
 
@@ -317,10 +335,10 @@ def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls
     def ready(where, res):
         labels = ", ".join(f"{k}={int(v)}" for k, v in res.items() if k in ("benchmark", "gpu"))
         caps = ", ".join(k for k in res if k not in ("benchmark", "gpu"))
-        click.echo(f"worker {name} at {where} joined {addr}: {labels}; capabilities {caps}")
+        click.echo(f"worker {name} joined {where} (listening nowhere): {labels}; capabilities {caps}")
         sys.stdout.flush()
 
     try:
-        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust)
+        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure)
     except KeyboardInterrupt:
         click.echo("worker stopped", err=True)
