@@ -88,26 +88,16 @@ def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, d
 
 
 def foreign_settings(the_lock: dict) -> list[str]:
-    """What a lock would make a child run that this machine does not vouch for: an interpreter
-    that is neither this one nor a registered env's, and exports (PYTHONPATH, LD_PRELOAD, any
-    variable) that differ from those of the software env registered here under the entry's
-    name and id. A lock is data, but these settings run code (a PYTHONPATH folder's
-    sitecustomize.py, an LD_PRELOAD library): from a lock made elsewhere they are refused."""
-    import os
-    import sys
-
+    """What a lock would make a child run that this machine does not vouch for: exports
+    (PYTHONPATH, LD_PRELOAD, any variable) that differ from those of the software env
+    registered here under the entry's name and id. A lock is data, but exports run code
+    unseen (a PYTHONPATH folder's sitecustomize.py, an LD_PRELOAD library): from a lock made
+    elsewhere they are refused. The lock's interpreter is its one visible program: the one
+    you name by giving the file (a wrapper of your own is a use, tests/test_crash_hygiene.py)."""
     from ..software.envs import list_envs
 
-    registered: dict[tuple, dict] = {}
-    interpreters = {os.path.realpath(sys.executable)}
-    for env in list_envs(prune=False):
-        registered[(env.name, env.id)] = env.exports or {}
-        if env.interpreter:
-            interpreters.add(os.path.realpath(env.interpreter))
+    registered = {(env.name, env.id): env.exports or {} for env in list_envs(prune=False)}
     out = []
-    interpreter = the_lock.get("interpreter")
-    if isinstance(interpreter, str) and os.path.realpath(interpreter) not in interpreters:
-        out.append(f"interpreter {interpreter}")
     for sw in the_lock.get("software") or ():
         if not isinstance(sw, dict) or not sw.get("exports"):
             continue
