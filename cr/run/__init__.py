@@ -11,7 +11,8 @@
                   where(): the lock, env and interpreter a child runs with
     hooks.py      ActionHost: the per-action host hook run_action calls at each step
                   (an action meta's "host"), load_host() checks it; actions_for(kind)
-    benchmark.py  the benchmark's hook: settings check, LoadGen software and logs
+    benchmark_host.py  the benchmark's hook (a module name apart from the benchmark() function
+                  this package exports): settings check, LoadGen software and logs
     profile.py    the profile's hook (profiler check, work dir, trace beside the record),
                   profile(), compare()
     launch.py     run_job(): the child process, its timeout, crash and exit handling
