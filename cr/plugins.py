@@ -36,3 +36,29 @@ def by_name(entries: list[E], name: Callable[[E], str] = lambda e: e.name) -> tu
         elif old != entry:
             conflicts.setdefault(key, [old]).append(entry)
     return chosen, conflicts
+
+
+class LoadError(Exception):
+    """A plugin's "module:attr" that cannot be loaded. stage: "import" (the module raised: the
+    message is its exception's type and text) or "attribute" (the module lacks the name)."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(message)
+        self.stage = stage
+
+
+def load_attr(value: str) -> object:
+    """The object a "module:attr[.attr...]" value names, imported now; LoadError otherwise.
+    Each registry words the failure in its own terms (which plugin, what to fix)."""
+    import importlib
+
+    module_name, _, attr = value.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:  # a broken plugin is a user-fixable problem: the registry reports it
+        raise LoadError("import", f"{type(exc).__name__}: {exc}") from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise LoadError("attribute", f"module {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj

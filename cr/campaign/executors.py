@@ -46,7 +46,6 @@ and cr.campaign.wire. Nothing here imports an executor's scheduler.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 from dataclasses import dataclass
@@ -181,16 +180,15 @@ def find(name: str) -> ExecutorEntry:
 def load(name: str) -> type:
     """The executor class registered under name, imported and checked against the contract."""
     entry = find(name)
-    module_name, _, attr = entry.value.partition(":")
+    from ..plugins import LoadError, load_attr
+
     try:
-        obj = importlib.import_module(module_name)
-    except Exception as exc:  # a broken plugin is a user-fixable problem, reported as such
-        raise ExecutorError(f"{entry.where} cannot be imported: {type(exc).__name__}: {exc}",
-                            hint="fix or reinstall that distribution, or choose another --executor") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ExecutorError(f"{entry.where}: module {module_name} has no attribute {attr!r}", hint="fix the entry point's value")
-        obj = getattr(obj, part)
+        obj = load_attr(entry.value)
+    except LoadError as exc:
+        if exc.stage == "import":
+            raise ExecutorError(f"{entry.where} cannot be imported: {exc}",
+                                hint="fix or reinstall that distribution, or choose another --executor") from exc
+        raise ExecutorError(f"{entry.where}: {exc}", hint="fix the entry point's value") from None
     check_class(obj, entry)
     return obj
 

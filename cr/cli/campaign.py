@@ -173,13 +173,12 @@ class ExecutorHelp(click.Option):
 
 def _pairs(pairs: tuple[str, ...]) -> dict:
     """NAME=VALUE pairs of -E, VALUE as text (the executor's Option converts it)."""
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--executor-option")
-        options[key.strip()] = value
-    return options
+    from .options import key_values
+
+    try:
+        return key_values(pairs, parse_json=False)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc.args[0]!r} is not NAME=VALUE", param_hint="--executor-option") from None
 
 
 # today's flags, each the dask executor's option of the same name (-E NAME=VALUE reaches any executor's)

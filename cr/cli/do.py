@@ -12,26 +12,16 @@ _COMMON = {"format", "uid", "action", "status", "started", "ended", "cr_version"
            "platform", "config", "inputs", "model_file", "pipeline", "raw", "error", "runtime", "machine"}
 
 
-def _value(text: str):
-    """-P KEY=VALUE's value: JSON when it parses (3, 0.5, true, null, [1,2], {"a":1}), else the text."""
-    import json
+def params_of(pairs: tuple[str, ...]) -> dict:
+    """-P KEY=VALUE's: a value is JSON when it parses (3, 0.5, true, null, [1,2], {"a":1}), else the text."""
+    from ..errors import CRError
+    from .options import key_values
 
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def params_of(pairs: tuple[str, ...]) -> dict:
-    from ..errors import CRError
-
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise CRError(f"-P {pair!r} is not KEY=VALUE", hint="e.g. -P limit=16 -P scenario=offline (see cr show action:NAME)")
-        params[key.strip()] = _value(value)
-    return params
+        return key_values(pairs)
+    except ValueError as exc:
+        raise CRError(f"-P {exc.args[0]!r} is not KEY=VALUE",
+                      hint="e.g. -P limit=16 -P scenario=offline (see cr show action:NAME)") from None
 
 
 def result_rows(record: dict) -> list[list]:

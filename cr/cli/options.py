@@ -6,18 +6,30 @@ import json
 import click
 
 
-def backend_options(pairs: tuple[str, ...]) -> dict:
-    """KEY=VALUE pairs; VALUE is JSON when it parses (8, true, ["cuda","cpu"]), else a string."""
-    options = {}
+def key_values(pairs: tuple[str, ...], parse_json: bool = True) -> dict:
+    """KEY=VALUE pairs (-O, -P, -E) as a dict; VALUE is JSON when it parses and parse_json
+    (8, true, ["cuda","cpu"]), else the text. ValueError naming the first pair that is not
+    KEY=VALUE (each option words it)."""
+    out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    return options
+        if not sep or not key.strip():
+            raise ValueError(pair)
+        if parse_json:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        out[key.strip()] = value
+    return out
+
+
+def backend_options(pairs: tuple[str, ...]) -> dict:
+    """-O KEY=VALUE pairs; VALUE is JSON when it parses, else a string."""
+    try:
+        return key_values(pairs)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc.args[0]!r} is not KEY=VALUE", param_hint="--option") from None
 
 
 class BackendOption(click.Option):

@@ -30,7 +30,6 @@ its host beside its entry).
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 import sys
@@ -140,15 +139,18 @@ def load_host(info: dict, folder: str | None = None) -> ActionHost:
     if not isinstance(spec, str) or not _SPEC.match(spec):
         raise HostHookError(f"{where}: expected module:Class, found {spec!r}",
                             hint="an action's host names a subclass of cr.run.hooks.ActionHost, e.g. my_actions.host:MyHost")
-    module_name, _, attr = spec.partition(":")
+    from ..plugins import LoadError, load_attr
+
     if folder and str(folder) not in sys.path:  # a user action keeps its host module beside its meta
         sys.path.insert(0, str(folder))
     try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # a broken hook is the action author's to fix, reported as such
-        raise HostHookError(f"{where}: {spec} cannot be imported: {type(exc).__name__}: {exc}",
-                            hint="put the module beside the action's meta.json, or install it where cr runs") from exc
-    cls = getattr(module, attr, None)
+        cls = load_attr(spec)
+    except LoadError as exc:  # a broken hook is the action author's to fix, reported as such
+        if exc.stage != "import":
+            cls = None
+        else:
+            raise HostHookError(f"{where}: {spec} cannot be imported: {exc}",
+                                hint="put the module beside the action's meta.json, or install it where cr runs") from exc
     if not (isinstance(cls, type) and issubclass(cls, ActionHost)):
         found = "nothing" if cls is None else (f"class {cls.__name__}" if isinstance(cls, type) else f"a {type(cls).__name__}")
         raise HostHookError(f"{where}: {spec} is {found}, not a subclass of cr.run.hooks.ActionHost",

@@ -23,7 +23,6 @@ Standard library only: the parent lists backends with it, the child loads one.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from dataclasses import dataclass
@@ -121,18 +120,15 @@ def find(name: str) -> BackendEntry:
 
 def load_class(entry: BackendEntry) -> type:
     """Import the backend's class and check it against the contract."""
-    module_name, _, attr = entry.value.partition(":")
+    from ..plugins import LoadError, load_attr
+
     try:
-        obj = importlib.import_module(module_name)
-    except Exception as exc:  # a broken plugin is a user-fixable problem, reported as such
-        raise BackendError(
-            f"backend {entry.name!r} cannot be imported ({entry.where}): {type(exc).__name__}: {exc}",
-            hint="is its framework installed in the environment the benchmark runs in?",
-        ) from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise BackendError(f"{entry.where}: module {module_name} has no attribute {attr!r}", hint="fix the entry point's value")
-        obj = getattr(obj, part)
+        obj = load_attr(entry.value)
+    except LoadError as exc:
+        if exc.stage == "import":
+            raise BackendError(f"backend {entry.name!r} cannot be imported ({entry.where}): {exc}",
+                               hint="is its framework installed in the environment the benchmark runs in?") from exc
+        raise BackendError(f"{entry.where}: {exc}", hint="fix the entry point's value") from None
     check_class(obj, entry)
     return obj
 
