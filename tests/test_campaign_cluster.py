@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, make_component, make_repo
 from helpers.campaign import null_solution
-from helpers.cluster import make_certs, start_cr as _start, wait_line as _wait_line
+from helpers.cluster import make_certs, start_cr as _start, stop_all, wait_line as _wait_line
 from helpers.dashboard import browser  # noqa: F401  (the Chromium fixture)
 
 pytest.importorskip("distributed")
@@ -52,14 +52,7 @@ def cluster(tmp_path_factory):
     meta.write_text(json.dumps(data))
     assert subprocess.run([sys.executable, "-m", "cr", "repo", "add", str(repo)], env=env, capture_output=True).returncode == 0
     yield addr, env, workers, repo, base
-    for p in reversed(procs):
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+    stop_all(list(reversed(procs)))
 
 
 def _cr(env, *args, timeout=240):

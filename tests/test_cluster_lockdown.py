@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ import pytest
 
 from conftest import make_component, make_repo
 from helpers.campaign import null_solution
-from helpers.cluster import listening, make_certs, start_cr as _start, wait_line as _wait_line
+from helpers.cluster import listening, make_certs, start_cr as _start, stop_all as _stop, wait_line as _wait_line
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
@@ -208,17 +207,6 @@ while time.monotonic() < end:
     time.sleep(0.05)
 print("sent", n * len(ids))
 '''
-
-
-def _stop(procs) -> None:
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
 
 
 def _cluster(base: Path, tls: dict | None):

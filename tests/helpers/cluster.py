@@ -18,6 +18,20 @@ def start_cr(args, env, log: Path):
                             env=env, start_new_session=True)
 
 
+def stop_all(procs) -> None:
+    """SIGTERM each process group (in the order given), then SIGKILL what has not ended in 15 s."""
+    import signal
+
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
 def wait_line(log: Path, word: str, proc, timeout: float = 60) -> str:
     """The first line of log that starts with word (AssertionError if proc ends or time runs out)."""
     deadline = time.monotonic() + timeout
