@@ -42,6 +42,7 @@ BELOW = {
     "cr.dashboard": {"cr.store", "cr.platform", "cr.results"},
     "cr.run": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive"},
     "cr.campaign": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive", "cr.run"},
+    "cr.tune": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive", "cr.run"},
 }
 
 

@@ -42,7 +42,7 @@ def runnable() -> tuple[str, ...]:
 def create(name: str, model: str, backend: str, dataset: str | None = None, variant: str | None = None,
            backend_options: dict | None = None, version: str = "1.0.0", repo: str | None = None,
            description: str = "", scenario: str | list[str] | tuple[str, ...] = "single-stream",
-           tags: list[str] | None = None) -> dict:
+           tags: list[str] | None = None, params: dict | None = None) -> dict:
     """A new solution component in the local repo (or repo): model + dataset + backend + actions.
 
     scenario: one benchmark scenario or several, each a declared benchmark action. A
@@ -50,7 +50,8 @@ def create(name: str, model: str, backend: str, dataset: str | None = None, vari
     labels or boxes to judge predictions by; without one the solution only benchmarks.
     backend_options are checked against the backend's OPTIONS when its class loads here.
     The whole meta is built and validated before anything is written: a bad argument
-    leaves no component behind. Its software deps are what the backend declares
+    leaves no component behind. params (threads, batch_size, ...) go to every declared
+    benchmark action (cr tune --save-solution). Its software deps are what the backend declares
     (cr.runtime.registry: the runtime's numpy, then the backend's REQUIRES), then the model's own.
     """
     from ..runtime import pipeline, registry
@@ -82,7 +83,7 @@ def create(name: str, model: str, backend: str, dataset: str | None = None, vari
     scenarios = [scenario] if isinstance(scenario, str) else list(dict.fromkeys(scenario or ()))
     if not scenarios:
         raise CRError("a new solution needs at least one benchmark scenario", hint="e.g. --scenario single-stream")
-    actions = [{"action": "benchmark", "params": {"scenario": s}} for s in scenarios]
+    actions = [{"action": "benchmark", "params": {"scenario": s, **(params or {})}} for s in scenarios]
     if labelled:
         actions.append({"action": "validate", "params": {}})
     fields = {
