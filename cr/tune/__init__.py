@@ -28,7 +28,7 @@ def tune(ref: str, objectives: list[str] | None = None, constraints: list[str] |
          batch_sizes: list[int] | None = None, exclude: list[str] | None = None, budget: int | None = None,
          name: str | None = None, seed: int = 0, sampler: str = "tpe", min_duration_s: float = 1.0,
          trial_timeout_s: float = 300.0, install: bool = False, verify: bool = False,
-         save_solution: str | None = None) -> dict:
+         save_solution: str | None = None, screen_stacks: bool = False) -> dict:
     """Search, report, and optionally verify against the full grid and save the pick as a solution.
 
     Every bad input is a CRError raised before anything is measured (an objective nothing
@@ -37,7 +37,7 @@ def tune(ref: str, objectives: list[str] | None = None, constraints: list[str] |
     from . import report as reports
     from .space import build
     from .study import Study, parse_constraint, run_grid, screen, search
-    from .trial import Runner
+    from .trial import Runner, is_accuracy
 
     objs = [pareto.objective(o) for o in (objectives or DEFAULT_OBJECTIVES)]
     if len({o.name for o in objs}) != len(objs):
@@ -51,12 +51,15 @@ def tune(ref: str, objectives: list[str] | None = None, constraints: list[str] |
     budget = budget if budget is not None else max(3, math.ceil(0.25 * grid_size))
     name = name or space.model.split(":", 1)[1].split("@", 1)[0]
     metrics = objs + [pareto.objective(c.metric) for c in cons if c.metric not in {o.name for o in objs}]
+    _can_give(space, metrics)
     study = Study.open(name, space, objs, cons, seed=seed, sampler=sampler)
     runner = Runner(space, metrics, study.tag, study, install, min_duration_s, trial_timeout_s)
     recovered = study.recover()
     _check_accuracy(study, runner, metrics)
-    screen(study)
-    progress = search(study, runner, budget, seed)
+    if screen_stacks:
+        screen(study)
+    defer = not any(is_accuracy(o) for o in objs)  # accuracy only constrained: validate a stack when it could matter
+    progress = search(study, runner, budget, seed, defer=defer)
     result = reports.report(study)
     result.update(budget=budget, seed=seed, sampler=sampler, recovered=recovered, ran_now=progress["ran_now"],
                   min_duration_s=min_duration_s, local_only=True)
@@ -86,6 +89,35 @@ def _check_energy(objs: list, cons: list) -> None:
                            "to a command that prints joules (docs/tune.md)")
 
 
+TASK_METRICS = {"classification": ("top1", "top5"), "detection": ("map",)}
+
+
+def _can_give(space, metrics: list) -> None:
+    """CRError, before anything runs, when an accuracy metric cannot come from the model's task
+    and dataset (a validation judges classification by top1/top5, detection by mAP)."""
+    from ..runtime.datasets import has_annotations
+    from ..store.catalog import show
+    from .trial import is_accuracy
+
+    acc = [m.name for m in metrics if is_accuracy(m)]
+    if not acc:
+        return
+    if space.dataset is None:
+        raise CRError(f"{space.model} names no dataset, so {', '.join(acc)} cannot be measured",
+                      hint="tune a solution naming a labelled dataset, or drop the accuracy objective/constraint")
+    ds = show(space.dataset, verify=False)
+    if not has_annotations(ds["meta"]):
+        raise CRError(f"the dataset {ds['ref']} has no labels, so {', '.join(acc)} cannot be measured",
+                      hint="tune with a labelled dataset (a solution naming one), or drop the accuracy objective/constraint")
+    task = show(space.model, verify=False)["meta"].get("task") or "unknown"
+    gives = TASK_METRICS.get(task, ())
+    lacking = [m for m in acc if m not in gives]
+    if lacking:
+        raise CRError(f"the dataset {ds['ref']} cannot give {', '.join(lacking)} for {space.model} (a {task} model; "
+                      f"its validation gives {', '.join(gives) or 'no accuracy metric'})",
+                      hint="constrain or optimise a metric its validation gives" + (f": {', '.join(gives)}" if gives else ""))
+
+
 def _check_accuracy(study, runner, metrics: list) -> None:
     """Validate the reference stack (the model's first fp32 variant) before the search when an
     accuracy figure is an objective or a constraint; CRError when the dataset cannot give it."""
@@ -95,9 +127,6 @@ def _check_accuracy(study, runner, metrics: list) -> None:
     if not acc:
         return
     space = study.space
-    if space.dataset is None:
-        raise CRError(f"{space.model} names no dataset, so {', '.join(m.name for m in acc)} cannot be measured",
-                      hint="tune a solution naming a labelled dataset, or drop the accuracy objective/constraint")
     stack = _reference_stack(space)
     got, spent = runner.validation(stack, None)
     if study.get("reference") is None:

@@ -267,12 +267,13 @@ def _charged(trial) -> bool:
     return ((trial.user_attrs.get("outcome") or {}).get("device_s") or 0) > 0
 
 
-def search(study: Study, runner, budget: int, seed: int = 0) -> dict:
+def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False) -> dict:
     """Propose and measure configurations until ``budget`` trials have spent device time
     (across every run of this study) or every configuration a live stack offers is measured.
     A repeated proposal, or one of a stack found unable to run here, is told the stored
     result and costs nothing; one outside the space (after excludes) is told failed. Returns
-    counts; Ctrl-C marks the running trial interrupted and re-raises."""
+    counts; Ctrl-C marks the running trial interrupted and re-raises. defer: accuracy is only
+    constrained, so a stack is validated only once one of its points could be picked."""
     optuna = _optuna()
     space = study.space
     allowed = {c.key: c for c in space.configs()}
@@ -309,7 +310,7 @@ def search(study: Study, runner, budget: int, seed: int = 0) -> dict:
             continue
         streak = 0
         try:
-            outcome = runner.run(config, trial.number)
+            outcome = runner.run(config, trial.number, (lambda values: could_matter(study, measured, values)) if defer else None)
         except BaseException:
             study.optuna._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED, True)
             study.optuna.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -352,13 +353,26 @@ def run_grid(study: Study, runner) -> dict:
     return {"measured": len(measured), "of": len(configs)}
 
 
+def could_matter(study: Study, measured: dict, values: dict) -> bool:
+    """Whether a point's accuracy could change a decision: no feasible, accuracy-checked
+    point measured so far dominates it on the objectives (cr.results.pareto's rule)."""
+    mine = {"values": values}
+    for t in measured.values():
+        o = t.user_attrs.get("outcome") or {}
+        if o.get("status") != "ok" or o.get("unchecked") or any(v > 0 for v in t.user_attrs.get("constraints") or []):
+            continue
+        if pareto.dominates({"values": o["values"]}, mine, study.objectives):
+            return False
+    return True
+
+
 def _tell(study: Study, trial, outcome) -> None:
     optuna = _optuna()
     trial.set_user_attr("outcome", outcome.to_dict())
     if outcome.status != "ok":
         study.optuna.tell(trial, state=optuna.trial.TrialState.FAIL)
         return
-    held = violations(study, outcome.values)
+    held = [0.0] * len(study.constraints) if outcome.unchecked else violations(study, outcome.values)
     trial.set_user_attr("constraints", held)
     for c, v in zip(study.constraints, held):
         trial.set_constraint(c.text, v)

@@ -44,11 +44,12 @@ class Outcome:
     record: str | None = None  # the benchmark record's uid
     validation: str | None = None  # the validate record's uid
     stack_failed: bool = False  # the stack cannot run here at all (set-up or validation failed): no config of it will
+    unchecked: bool = False  # accuracy not validated: a feasible point already dominates it on performance
 
     def to_dict(self) -> dict:
         return {"status": self.status, "values": self.values, "error": self.error, "device_s": round(self.device_s, 3),
                 "setup_s": round(self.setup_s, 3), "record": self.record, "validation": self.validation,
-                "stack_failed": self.stack_failed}
+                "stack_failed": self.stack_failed, "unchecked": self.unchecked}
 
 
 class Runner:
@@ -109,39 +110,57 @@ class Runner:
         return got, spent
 
     # -- one trial
-    def run(self, config: Config, trial: int) -> Outcome:
+    def run(self, config: Config, trial: int, matters=None) -> Outcome:
+        """Measure config. matters(values) -> bool, when given, defers the stack's validation
+        until after the benchmark and skips it when a feasible point already dominates this
+        one on performance (its accuracy could change no decision); otherwise the stack is
+        validated first (cached), as an objective needs."""
         why, setup_s = self.setup(config.stack)
         if why is not None:
             return Outcome("failed", error=f"{config.stack.key} cannot run here: {why}", setup_s=setup_s, stack_failed=True)
-        device = 0.0
-        values: dict = {}
+        out = Outcome("ok", setup_s=setup_s)
         acc = [m for m in self.metrics if is_accuracy(m)]
-        validation = None
-        if acc:
-            v, spent = self.validation(config.stack, trial)
-            device += spent
-            validation = v.get("uid")
-            if v["status"] != "ok":
-                return Outcome("failed", error=f"validation of {config.stack.key} failed: {v['error']}", device_s=device,
-                               setup_s=setup_s, validation=validation, stack_failed=True)
-            values.update(v["values"])
+        if acc and matters is None and not self._validate(config.stack, trial, out):
+            return out
         started = time.perf_counter()
         params = {**self.params, "threads": config.threads, "batch_size": config.batch_size}
         rec, error = self._run("benchmark", config.stack, params, trial)
-        device += time.perf_counter() - started
-        uid = rec.get("uid") if rec else None
+        out.device_s += time.perf_counter() - started
+        out.record = rec.get("uid") if rec else None
         if rec is None or rec.get("status") != "ok":
-            return Outcome("failed", error=error, device_s=device, setup_s=setup_s, record=uid, validation=validation)
+            out.status, out.error = "failed", error
+            # refused before the child, or the backend never loaded the variant: no config of the stack will run
+            out.stack_failed = rec is None or not (rec.get("backend") or {}).get("info")
+            return out
         perf = [m for m in self.metrics if not is_accuracy(m)]
         raw = rec.get("raw") or {}
         measured = pareto.measure(rec, perf, raw.get("latencies_ns") if isinstance(raw, dict) else None)
         lacking = [m.name for m in perf if m.name not in measured]
         if lacking:
-            return Outcome("failed", error=f"the benchmark did not measure {', '.join(lacking)}: "
-                           + "; ".join(str(r) for r in _missing(rec, perf).values()),
-                           device_s=device, setup_s=setup_s, record=uid, validation=validation)
-        values.update(measured)
-        return Outcome("ok", values, None, device, setup_s, uid, validation)
+            out.status = "failed"
+            out.error = f"the benchmark did not measure {', '.join(lacking)}: " + "; ".join(_missing(rec, perf).values())
+            return out
+        out.values.update(measured)
+        if acc and matters is not None:
+            if matters(measured):
+                self._validate(config.stack, trial, out)
+            else:
+                out.unchecked = True
+        return out
+
+    def _validate(self, stack: Stack, trial: int, out: Outcome) -> bool:
+        """Adds the stack's accuracy to out (validating it now if the study has not); False
+        (out failed, the stack dead) when its validation failed."""
+        v, spent = self.validation(stack, trial)
+        out.device_s += spent
+        out.validation = v.get("uid")
+        if v["status"] != "ok":
+            out.status, out.stack_failed = "failed", True
+            out.error = f"validation of {stack.key} failed: {v['error']}"
+            out.values = {}
+            return False
+        out.values.update(v["values"])
+        return True
 
     def _run(self, action: str, stack: Stack, params: dict, trial: int | None) -> tuple[dict | None, str | None]:
         """(record, why it failed) of one run through run_action, stored with the study tag."""
