@@ -134,7 +134,7 @@ def test_a_stack_that_cannot_load_is_a_failed_trial_not_a_failed_search(run_cr, 
         pytest.skip("TensorRT loads here")
     except ImportError:
         pass
-    got = _tune(run_cr, "--backends", "onnxruntime,tensorrt", "--budget", "2", "--batch", "1,8", "--screen")
+    got = _tune(run_cr, "--backends", "onnxruntime,tensorrt", "--budget", "2", "--batch", "1,8")
     failed = [p for p in got["points"] if p["state"] == "failed"]
     assert len(failed) == 1 and failed[0]["config"]["backend"] == "tensorrt" and "tensorrt" in failed[0]["error"]
     assert [p for p in got["points"] if p["state"] == "ok" and p["config"]["backend"] == "onnxruntime"]

@@ -93,7 +93,10 @@ def show(result: dict) -> None:
 @click.option("--name", help="The study's name (default: the model's name); `cr tune` again with it continues.")
 @click.option("--seed", type=int, default=0, show_default=True, help="The sampler's seed.")
 @click.option("--sampler", type=click.Choice(["tpe", "nsga2", "random"]), default="tpe", show_default=True)
-@click.option("--screen", "screen_stacks", is_flag=True, help="Start with one trial per stack (fewest threads, middle batch) before the sampler's own.")
+@click.option("--screen/--no-screen", "screen_stacks", default=True, show_default=True,
+              help="Start with one trial per stack (fewest threads, middle batch) before the sampler's own.")
+@click.option("--refine/--no-refine", "refine", default=True, show_default=True,
+              help="Measure the current front's unmeasured neighbours (one thread or batch step) before asking the sampler.")
 @click.option("--min-duration", "min_duration_s", type=float, default=1.0, show_default=True,
               help="Seconds each trial's benchmark runs (after warm-up).")
 @click.option("--trial-timeout", "trial_timeout_s", type=float, default=300.0, show_default=True,
@@ -103,7 +106,7 @@ def show(result: dict) -> None:
 @click.option("--install", is_flag=True, help="Install what each stack needs and is missing here first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def tune(ref, objectives, constraints, backends, precisions, threads, batches, excludes, budget, name, seed, sampler,
-         screen_stacks, min_duration_s, trial_timeout_s, verify, save_solution, install, as_json):
+         screen_stacks, refine, min_duration_s, trial_timeout_s, verify, save_solution, install, as_json):
     """Find the stack to ship here: cr tune model:lenet-digits --threads 1,2 --batch 1,8,32 --constraint 'top1>=ref-0.01'.
 
     A budgeted multi-objective search (Optuna's TPE sampler) over backend x precision (the
@@ -123,7 +126,8 @@ def tune(ref, objectives, constraints, backends, precisions, threads, batches, e
                           precisions=_csv(precisions), threads=_csv(threads, int), batch_sizes=_csv(batches, int),
                           exclude=list(excludes), budget=budget, name=name, seed=seed, sampler=sampler,
                           min_duration_s=min_duration_s, trial_timeout_s=trial_timeout_s, install=install,
-                          verify=verify, save_solution=save_solution, screen_stacks=screen_stacks)
+                          verify=verify, save_solution=save_solution, screen_stacks=screen_stacks,
+                          refine=refine)
     except KeyboardInterrupt:
         output.echo("interrupted: the trials measured so far are kept; the same command continues the study", err=True)
         raise SystemExit(130) from None

@@ -28,7 +28,7 @@ def tune(ref: str, objectives: list[str] | None = None, constraints: list[str] |
          batch_sizes: list[int] | None = None, exclude: list[str] | None = None, budget: int | None = None,
          name: str | None = None, seed: int = 0, sampler: str = "tpe", min_duration_s: float = 1.0,
          trial_timeout_s: float = 300.0, install: bool = False, verify: bool = False,
-         save_solution: str | None = None, screen_stacks: bool = False) -> dict:
+         save_solution: str | None = None, screen_stacks: bool = True, refine: bool = True) -> dict:
     """Search, report, and optionally verify against the full grid and save the pick as a solution.
 
     Every bad input is a CRError raised before anything is measured (an objective nothing
@@ -59,7 +59,7 @@ def tune(ref: str, objectives: list[str] | None = None, constraints: list[str] |
     if screen_stacks:
         screen(study)
     defer = not any(is_accuracy(o) for o in objs)  # accuracy only constrained: validate a stack when it could matter
-    progress = search(study, runner, budget, seed, defer=defer)
+    progress = search(study, runner, budget, seed, defer=defer, refine=refine)
     result = reports.report(study)
     result.update(budget=budget, seed=seed, sampler=sampler, recovered=recovered, ran_now=progress["ran_now"],
                   min_duration_s=min_duration_s, local_only=True)

@@ -267,13 +267,15 @@ def _charged(trial) -> bool:
     return ((trial.user_attrs.get("outcome") or {}).get("device_s") or 0) > 0
 
 
-def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False) -> dict:
+def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False, refine: bool = True) -> dict:
     """Propose and measure configurations until ``budget`` trials have spent device time
     (across every run of this study) or every configuration a live stack offers is measured.
     A repeated proposal, or one of a stack found unable to run here, is told the stored
     result and costs nothing; one outside the space (after excludes) is told failed. Returns
     counts; Ctrl-C marks the running trial interrupted and re-raises. defer: accuracy is only
-    constrained, so a stack is validated only once one of its points could be picked."""
+    constrained, so a stack is validated only once one of its points could be picked.
+    refine: before asking the sampler, measure an unmeasured neighbour of the current front
+    (neighbour())."""
     optuna = _optuna()
     space = study.space
     allowed = {c.key: c for c in space.configs()}
@@ -289,7 +291,11 @@ def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False
         return [c for k, c in allowed.items() if k not in measured and c.stack.key not in dead]
 
     while spent < budget and left():
-        if streak >= 3:  # the sampler keeps proposing what it has: one it has not, drawn at random
+        waiting = any(t.state == optuna.trial.TrialState.WAITING for t in study.trials())
+        near = None if waiting or not refine else neighbour(study, measured, dead, allowed)
+        if near is not None:  # the front's unmeasured neighbour first: where the front moves
+            study.optuna.enqueue_trial(_params(space, near))
+        elif streak >= 3 and not waiting:  # the sampler keeps proposing what it has: one it has not, at random
             pick = rng.choice(left())
             study.optuna.enqueue_trial(_params(space, pick))
             streak = 0
@@ -351,6 +357,32 @@ def run_grid(study: Study, runner) -> dict:
             dead[config.stack.key] = trial
         reporter().progress(f"grid {study.name}", len(measured), len(configs))
     return {"measured": len(measured), "of": len(configs)}
+
+
+def neighbour(study: Study, measured: dict, dead: dict, allowed: dict) -> Config | None:
+    """The first unmeasured configuration one step from a front point (same stack; the next
+    or previous thread count or batch size), front points taken best-ranked first; None
+    when the front's neighbourhood is measured (then the sampler proposes)."""
+    space = study.space
+    pts = []
+    for key, t in measured.items():
+        o = t.user_attrs.get("outcome") or {}
+        if o.get("status") == "ok" and (o.get("unchecked") or not any(v > 0 for v in t.user_attrs.get("constraints") or [])):
+            pts.append({"id": key, "values": {ob.name: o["values"][ob.name] for ob in study.objectives}})
+    if not pts:
+        return None
+    for key in pareto.analyse(pts, study.objectives)["front"]:
+        c = allowed.get(key)
+        if c is None:
+            continue
+        ti, bi = space.threads.index(c.threads), space.batch_sizes.index(c.batch_size)
+        steps = [(ti, bi - 1), (ti, bi + 1), (ti - 1, bi), (ti + 1, bi)]
+        for t, b in steps:
+            if 0 <= t < len(space.threads) and 0 <= b < len(space.batch_sizes):
+                near = Config(c.stack, space.threads[t], space.batch_sizes[b])
+                if near.key in allowed and near.key not in measured and c.stack.key not in dead:
+                    return near
+    return None
 
 
 def could_matter(study: Study, measured: dict, values: dict) -> bool:
