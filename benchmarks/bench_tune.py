@@ -12,9 +12,10 @@ exhaustive front point found or tied), device time <= 30% of the grid's.
     .venv/bin/python benchmarks/bench_tune.py --seeds 0 1 2 --budget 7 --json out.json
     .venv/bin/python benchmarks/bench_tune.py --model model:efficientnet-lite0 --batch 1,8 --threads 1,2 --min-duration 1
 
-Before the seeds, one `cr validate` and one `cr benchmark` of the model run (not counted)
-so that the first trial does not pay for building the dataset's pre-processed cache and
-the locks, which the grid (run after it) would then get for free.
+Before the seeds, every stack of the space is validated once (not counted): the first
+seed's trials would otherwise pay for the frameworks' first import from a cold disk cache
+and the dataset's pre-processed cache, which the grid (run after it) then gets for free
+(measured here: 0.60 of the grid's time cold against 0.25-0.27 warm, same trials).
 """
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ def run(args: list[str]) -> dict:
     return json.loads(done.stdout) if "--json" in args else {}
 
 
+def warm_up(a) -> None:
+    """One validation per stack of the space (failures ignored: a stack that cannot run here fails fast)."""
+    from cr.tune.space import build
+
+    extra = a.extra.split()
+    backends = extra[extra.index("--backends") + 1].split(",") if "--backends" in extra else None
+    for stack in build(a.model, backends=backends).stacks:
+        subprocess.run([CR, "validate", a.model, "--backend", stack.backend, "--variant", stack.variant],
+                       capture_output=True, text=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="model:lenet-digits")
@@ -51,7 +63,7 @@ def main() -> None:
     ap.add_argument("--json", help="write every report here")
     a = ap.parse_args()
     os.environ.setdefault("CR_HOME", tempfile.mkdtemp(prefix="cr-bench-tune-"))
-    warm = run(["validate", a.model, "--backend", "onnxruntime", "--json"]) if "lenet" in a.model else None  # noqa: F841
+    warm_up(a)
     rows, reports = [], []
     for seed in a.seeds:
         args = ["tune", a.model, "--threads", a.threads, "--batch", a.batch, "--objective", a.objective,
