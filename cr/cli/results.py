@@ -220,7 +220,9 @@ def compare(uids, as_json):
     raw samples of both runs (order statistics: no seed, no resampling), or under 1%.
     Then each run against the baseline: a verdict per metric (faster / slower /
     inconclusive) from 95% bootstrap intervals of the ratio, and when a difference is
-    beyond noise, its likely causes ranked (docs/results.md).
+    beyond noise, its likely causes ranked (docs/results.md). Validate records on the
+    same samples: each accuracy delta with its 95% paired-bootstrap interval and an exact
+    McNemar test, 'significant' when p < 0.05 and the interval excludes 0.
     """
     report = _store().compare(list(uids))
     if as_json:
@@ -242,8 +244,31 @@ def compare(uids, as_json):
     output.table(header, rows, empty="no metric to compare")
     from .trust import significance_lines
 
-    for line in significance_lines(report):
+    for line in significance_lines(report) + _accuracy_lines(report):
         click.echo(line)
+
+
+def _accuracy_lines(report: dict) -> list[str]:
+    """compare's accuracy section: per pair and metric, both values, the delta with its 95%
+    interval, McNemar's p and the verdict; or why no paired test was run."""
+    tests = report.get("accuracy") or []
+    if not tests:
+        return []
+    rules = {t["rule"] for t in tests if t.get("comparable")}
+    lines = ["accuracy, paired sample by sample" + (f": {rules.pop()}" if len(rules) == 1 else "") + ":"]
+    for t in tests:
+        a, b = (str(u or "?")[:16] for u in t["uids"])
+        name = {"top1": "top-1", "top5": "top-5"}.get(t["metric"], t["metric"])
+        if not t.get("comparable"):
+            lines.append(output.clean(f"  {b} vs baseline {a}  {name}: no paired test: {t['reason']}"))
+            continue
+        lo, hi = t["interval"]
+        d = t["discordant"]
+        lines.append(output.clean(
+            f"  {b} vs baseline {a}  {name} {t['values'][0]:.4f} -> {t['values'][1]:.4f}  delta {t['delta']:+.4f}"
+            f" (95% {lo:+.4f} .. {hi:+.4f})  McNemar p {t['mcnemar_p']:.3g} ({d['a_only']} right only in {a[:8]},"
+            f" {d['b_only']} only in {b[:8]}, of {t['samples']})  {t['verdict']}"))
+    return lines
 
 
 @results.command()
