@@ -31,6 +31,15 @@ def _filters(with_limit: bool):
             click.option("--action", help="benchmark, validate, run, compile, ..."),
             click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
             click.option("--since", metavar="DATE", help="Started at or after this ISO date/time (local time unless it says Z or +HH:MM)."),
+            click.option("--variant", help="Model variant (onnx, tflite-int8, ...)."),
+            click.option("--precision", help="Precision (fp32, fp16, int8, ...)."),
+            click.option("--split", help="Dataset split (test, train, ...)."),
+            click.option("--threads", type=click.IntRange(min=1), help="Threads the backend ran with (as the record states)."),
+            click.option("--batch-size", type=click.IntRange(min=1), help="Batch size as run."),
+            click.option("--pipeline", metavar="SHA", help="Pipeline sha256 (or its first digits)."),
+            click.option("--campaign", metavar="NAME", help="Only the results of this campaign's jobs (cr campaign run)."),
+            click.option("--campaign-job", metavar="ID", help="Only the results of this campaign job."),
+            click.option("--study", metavar="NAME", help="Only the results of this study's trials (cr tune)."),
         ]
         if with_limit:
             options.append(click.option("--limit", type=click.IntRange(min=1), help="At most this many (the newest)."))
@@ -79,30 +88,47 @@ def results() -> None:
     """
 
 
+def _stack(row: dict) -> str:
+    """'tflite/tflite-int8 (int8)': backend, variant and precision."""
+    text = "/".join(x for x in (row.get("backend"), row.get("variant")) if x)
+    return text + (f" ({row['precision']})" if row.get("precision") else "")
+
+
+def _setting(row: dict) -> str:
+    """'threads=2 batch=8 pipeline=7a8e7919 test': the configuration columns that are known."""
+    words = [f"threads={row['threads']}" if row.get("threads") else "",
+             f"batch={row['batch_size']}" if row.get("batch_size") else "",
+             f"pipeline={row['pipeline'][:8]}" if row.get("pipeline") else "", row.get("split") or ""]
+    return " ".join(w for w in words if w)
+
+
+def _origin(row: dict) -> str:
+    """'campaign NAME job 1a2b3c4d' or 'study NAME trial 3' ('' for a result run by hand)."""
+    if row.get("study"):
+        return f"study {row['study']}" + (f" trial {row['trial']}" if row.get("trial") is not None else "")
+    if row.get("campaign"):
+        return f"campaign {row['campaign']}" + (f" job {row['campaign_job'][:8]}" if row.get("campaign_job") else "")
+    return ""
+
+
 @results.command("list")
 @_filters(with_limit=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the summary of each result).")
-@click.option("--campaign", metavar="NAME", help="Only the results of this campaign's runs (cr campaign run).")
-def list_(as_json, campaign=None, **filters):
-    """List stored results, newest first."""
+def list_(as_json, **filters):
+    """List stored results, newest first, with the configuration each ran (threads as the
+    backend ran them, batch, pipeline sha256, split) and the campaign job or study trial
+    that made it."""
     rows = _store().list(**filters)
-    if campaign:
-        from ..campaign.coordinator import result_uids
-        from ..campaign.spec import load
-
-        wanted = set(result_uids(load(campaign)))
-        rows = [r for r in rows if r["uid"] in wanted]
     if as_json:
         output.emit_json(rows)
         return
     table = [[
-        r["uid"], _when(r["started"]), r["action"], _target(r),
-        "/".join(x for x in (r["backend"], r["variant"]) if x), r["platform_description"],
-        duration_text(r["p50_ns"]), duration_text(r["p99_ns"]), throughput_text(r["throughput_sps"], r["throughput_qps"]),
-        _number(r["top1"]), _status(r),
+        r["uid"], _when(r["started"]), r["action"], _target(r), _stack(r), _setting(r), _origin(r),
+        r["platform_description"], duration_text(r["p50_ns"]), duration_text(r["p99_ns"]),
+        throughput_text(r["throughput_sps"], r["throughput_qps"]), _number(r["top1"]), _status(r),
     ] for r in rows]
-    output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "PLATFORM", "P50", "P99", "THROUGHPUT", "TOP1", "STATUS"],
-                 table, empty="no stored results match")
+    output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
+                  "THROUGHPUT", "TOP1", "STATUS"], table, empty="no stored results match")
 
 
 @results.command()
