@@ -1,4 +1,4 @@
-"""cr results: list, show, compare, export, rm, add (and reindex) over the local results store.
+"""cr results: list, show, compare, pareto, export, rm, add (and reindex) over the local results store.
 
 Imports only the store (sqlite3, json): no numerical framework, no jsonschema unless a
 record is invalid, rich only when a table is drawn on a terminal.
@@ -20,7 +20,7 @@ def _store():
     return default_store()
 
 
-def _filters(with_limit: bool):
+def _filters(with_limit: bool, by_action: bool = True):
     def decorate(f):
         options = [
             click.option("--solution", metavar="REF", help="Solution name, solution:NAME or NAME@VERSION."),
@@ -28,8 +28,13 @@ def _filters(with_limit: bool):
             click.option("--dataset", metavar="REF", help="Dataset name, dataset:NAME or NAME@VERSION."),
             click.option("--backend", cls=BackendOption, help="Backend name ({backends})."),
             click.option("--platform", help="Platform fingerprint (or its first digits) or words of its description."),
-            click.option("--action", help="benchmark, validate, run, compile, ..."),
-            click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
+        ]
+        if by_action:
+            options += [
+                click.option("--action", help="benchmark, validate, run, compile, ..."),
+                click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
+            ]
+        options += [
             click.option("--since", metavar="DATE", help="Started at or after this ISO date/time (local time unless it says Z or +HH:MM)."),
             click.option("--variant", help="Model variant (onnx, tflite-int8, ...)."),
             click.option("--precision", help="Precision (fp32, fp16, int8, ...)."),
@@ -295,6 +300,56 @@ def _accuracy_lines(report: dict) -> list[str]:
             f" (95% {lo:+.4f} .. {hi:+.4f})  McNemar p {t['mcnemar_p']:.3g} ({d['a_only']} right only in {a[:8]},"
             f" {d['b_only']} only in {b[:8]}, of {t['samples']})  {t['verdict']}"))
     return lines
+
+
+@results.command()
+@click.option("--objective", "objectives", multiple=True, required=True, metavar="NAME",
+              help="What to rank by, repeatable: p50, p90, p99, throughput, memory, energy (lower/higher is better as "
+                   "each says), top1, top5, map.")
+@click.option("--min-effect", type=click.FloatRange(min=0.0), default=0.01, show_default=True,
+              help="A difference smaller than this share of a value never beats it.")
+@_filters(with_limit=False, by_action=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (every point with its values, intervals and status).")
+def pareto(objectives, min_effect, as_json, **filters):
+    """The Pareto front of stored results over the chosen objectives.
+
+    One point per configuration: a benchmark joined with the validate of the same stack
+    (platform, model, backend, variant, precision, pipeline, split; accuracy does not
+    depend on threads or batch), the newest run of each. Every value has its 95% interval;
+    a point beats another on an objective only beyond both intervals and 1%, so points
+    within noise are tied, not dominated (docs/results.md).
+    """
+    from ..results.frontier import report as frontier
+
+    report = frontier(_store(), list(objectives), min_effect=min_effect, **filters)
+    if as_json:
+        output.emit_json(report)
+        return
+    objs = report["objectives"]
+    header = ["STATUS", "CONFIGURATION"] + [f"{o['label'].upper()} ({o['better']})" for o in objs] + ["VS", "RESULTS"]
+    rows = []
+    for p in report["points"]:
+        cells = []
+        for o in objs:
+            v = p["values"].get(o["name"])
+            cells.append(_figure(o["unit"], v) if v else f"- ({p['missing'].get(o['name'], 'not measured')})")
+        vs = ("tied with " + ", ".join(p["tied_with"]) if p["tied_with"] else
+              f"dominated by {p['dominated_by']}" if p["dominated_by"] else "")
+        uids = " ".join(u[:8] for u in (p["records"]["benchmark"], p["records"]["validate"]) if u)
+        rows.append([p["status"], p["label"]] + cells + [vs, uids + (f" ({p['runs']} runs)" if p["runs"] > 1 else "")])
+    output.table(header, rows)
+    click.echo(output.clean(f"front: {len(report['front'])} of {len(report['points'])} configuration(s) "
+                            f"({report['records']} result(s) read); rule: {report['rule']}"))
+    if report.get("join"):
+        click.echo(output.clean(f"join: {report['join']}"))
+
+
+def _figure(unit: str, value: dict) -> str:
+    """'12.30 us [11.90 us, 12.80 us]': a value and its 95% interval."""
+    text = metric_text(unit, value["value"]) + (" J" if unit == "J" else "")
+    if value["lo"] == value["hi"]:
+        return text
+    return f"{text} [{metric_text(unit, value['lo'])}, {metric_text(unit, value['hi'])}]"
 
 
 @results.command()
