@@ -30,13 +30,13 @@ def _exact_p(b: int, c: int) -> float:
 
 def _record(uid: str, hits: list[int], ids=None, metric_value=None, task="classification") -> dict:
     """A validate record holding per-sample top-1 hits as the validate action writes them."""
-    from cr.runtime.actions.infer import per_sample
+    from cr.runtime.actions.infer import sample_hits
 
     ids = ids if ids is not None else [str(5 * i) for i in range(len(hits))]
     value = sum(hits) / len(hits) if metric_value is None else metric_value
     return {"uid": uid, "action": "validate", "status": "ok", "config": {"dataset": "dataset:digits@1.0.0", "split": "test"},
             "validation": {"task": task, "samples": len(hits), "top1": value,
-                           "per_sample": per_sample(ids, {"top1": [bool(h) for h in hits]})}}
+                           "hits": sample_hits(ids, {"top1": [bool(h) for h in hits]})}}
 
 
 # -- the statistics ------------------------------------------------------------------------
@@ -81,13 +81,13 @@ def test_paired_counts_discordant_samples_and_states_its_rule():
 
 
 @pytest.mark.parametrize("change,reason", [
-    (lambda r: r["validation"].pop("per_sample"), "keeps no per-sample correctness"),
+    (lambda r: r["validation"].pop("hits"), "keeps no per-sample correctness"),
     (lambda r: r["validation"].update(task="detection"), "per-image hits are not recorded"),
     (lambda r: r.update(action="benchmark"), "is not a validate record"),
-    (lambda r: r["validation"]["per_sample"].update(top1="not base64!"), "is not base64"),
-    (lambda r: r["validation"]["per_sample"].update(top1=base64.b64encode(b"\xff\xff").decode()), "16 bits for 8 samples"),
+    (lambda r: r["validation"]["hits"].update(top1="not base64!"), "is not base64"),
+    (lambda r: r["validation"]["hits"].update(top1=base64.b64encode(b"\xff\xff").decode()), "16 bits for 8 samples"),
     (lambda r: r["validation"].update(top1=0.5), "disagrees with its top1"),
-    (lambda r: r["validation"]["per_sample"].update(ids="x"), "damaged"),
+    (lambda r: r["validation"]["hits"].update(ids="x"), "damaged"),
     (lambda r: r.update(validation="junk"), "is not a validate record"),
 ])
 def test_paired_refuses_with_a_reason_never_an_exception(change, reason):
@@ -109,13 +109,13 @@ def test_paired_refuses_records_on_other_samples():
 
 
 def test_bitset_holds_each_sample_in_order():
-    from cr.runtime.actions.infer import per_sample
+    from cr.runtime.actions.infer import sample_hits
 
     hits = [i % 3 == 0 for i in range(11)]
-    per = per_sample(range(11), {"top1": hits})
+    per = sample_hits(range(11), {"top1": hits})
     assert per["count"] == 11 and per["ids"] == [str(i) for i in range(11)] and len(per["ids_sha256"]) == 64
     got, why = accuracy.hits({"uid": "x", "action": "validate", "status": "ok",
-                              "validation": {"task": "classification", "top1": sum(hits) / 11, "per_sample": per}})
+                              "validation": {"task": "classification", "top1": sum(hits) / 11, "hits": per}})
     assert why is None and got["hits"] == hits
 
 
@@ -148,10 +148,10 @@ def test_compare_tests_real_accuracy_deltas_and_refuses_another_split(run_cr, tm
                       "--limit", "360")
     _degraded_copy(tmp_path, run_cr)
     coarse = _validate(run_cr, tmp_path / "d.json", "lenet-coarse", "--backend", "onnxruntime")
-    per = fp32["validation"]["per_sample"]
+    per = fp32["validation"]["hits"]
     assert per["count"] == 360 and per["ids"][:3] == ["0", "5", "10"]
-    assert int8["validation"]["per_sample"]["ids_sha256"] == per["ids_sha256"]
-    assert train["validation"]["per_sample"]["ids_sha256"] != per["ids_sha256"]
+    assert int8["validation"]["hits"]["ids_sha256"] == per["ids_sha256"]
+    assert train["validation"]["hits"]["ids_sha256"] != per["ids_sha256"]
 
     done = run_cr("results", "compare", fp32["uid"], int8["uid"], train["uid"], coarse["uid"], "--json")
     assert done.returncode == 0, done.stderr

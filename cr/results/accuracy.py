@@ -1,7 +1,7 @@
 """Is an accuracy difference real? Paired tests on two validate records' per-sample hits.
 
 Standard library only (`cr results compare` stays light). A classification validate
-record keeps which samples each metric got right (record["validation"]["per_sample"],
+record keeps which samples each metric got right (record["validation"]["hits"],
 written by the validate action: the sample ids in order, their sha256, and a bitset per
 metric). Two records are *paired* when they ran the same samples in the same order (equal
 ids_sha256); on anything else no test is run and the reason is given instead.
@@ -51,7 +51,7 @@ def _where(record: dict) -> str:
 
 
 def hits(record: dict, metric: str = "top1") -> tuple[dict | None, str | None]:
-    """(per_sample, None) with per_sample["hits"] the decoded list of bools, or (None, why not)."""
+    """(hits, None) with hits["hits"] the decoded list of bools, or (None, why not)."""
     name = _label(record)
     validation = record.get("validation") if isinstance(record.get("validation"), dict) else None
     if record.get("action") != "validate" or validation is None:
@@ -60,7 +60,7 @@ def hits(record: dict, metric: str = "top1") -> tuple[dict | None, str | None]:
         return None, f"{name} is a detection validation: per-image hits are not recorded, so no paired test"
     if record.get("status") != "ok" and not isinstance(validation.get(metric), (int, float)):
         return None, f"{name} failed (status {record.get('status')}): it measured no {metric}"
-    per = validation.get("per_sample")
+    per = validation.get("hits")
     if not isinstance(per, dict):
         return None, (f"{name} keeps no per-sample correctness (recorded before cr kept it, or imported): "
                       "re-run cr validate to compare accuracies sample by sample")

@@ -187,7 +187,7 @@ def _check(name: str, value: float, expected: dict | None) -> dict:
             "allowed": allowed, "diff": value - want, "ok": abs(value - want) <= allowed + 1e-12}
 
 
-def per_sample(ids: list, hits: dict) -> dict:
+def sample_hits(ids: list, hits: dict) -> dict:
     """Which samples a metric got right, compactly, so that two records can be compared
     sample by sample (a paired test, cr.results.accuracy):
 
@@ -226,7 +226,7 @@ def _classification(rows, expected: dict, k: int = 5) -> tuple[dict, list]:
             misses.append({"id": sample.id, "label": sample.label, "predicted": int(order[0])})
     n = len(labelled)
     metrics = {"task": "classification", "samples": n, "top1": sum(hits1) / n, "top5": sum(hits5) / n, "misses": misses,
-               "per_sample": per_sample([s.id for s, _post in labelled], {"top1": hits1, "top5": hits5})}
+               "hits": sample_hits([s.id for s, _post in labelled], {"top1": hits1, "top5": hits5})}
     checks = [_check(m, metrics[m], expected.get(m)) for m in ("top1", "top5") if m in expected]
     return metrics, checks
 
