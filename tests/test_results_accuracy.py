@@ -175,6 +175,22 @@ def test_compare_tests_real_accuracy_deltas_and_refuses_another_split(run_cr, tm
     row = next(line for line in lines if line.strip().startswith(coarse["uid"]) and "top-1" in line)
     assert f"delta {worse['delta']:+.4f}" in row and "McNemar p" in row and row.endswith("significant")
     assert any(train["uid"] in line and "no paired test: not the same samples" in line for line in lines)
+    assert f"  {coarse['uid']} vs baseline {fp32['uid']}  pipeline differs: preprocess step 1 (scale): factor=0.0625 vs factor=1" in lines
+    assert worse["pipeline"] == ["preprocess step 1 (scale): factor=0.0625 vs factor=1"] and same["pipeline"] == []
+
+
+def test_pipeline_differences_name_the_step():
+    base = {"pipeline": {"sha256": "a", "preprocess": [{"op": "resize", "size": 224, "interpolation": "bilinear"},
+                                                       {"op": "normalize", "mean": [0.5], "std": [0.5]}], "postprocess": []}}
+    other = copy.deepcopy(base)
+    other["pipeline"].update(sha256="b")
+    other["pipeline"]["preprocess"][0]["interpolation"] = "nearest"
+    other["pipeline"]["preprocess"].append({"op": "transpose", "perm": [2, 0, 1]})
+    assert accuracy.pipeline_differences(base, other) == [
+        "preprocess step 1 (resize): interpolation=bilinear size=224 vs interpolation=nearest size=224",
+        "preprocess step 3 (transpose): only in B"]
+    assert accuracy.pipeline_differences(base, copy.deepcopy(base)) == []
+    assert accuracy.pipeline_differences(base, {"pipeline": None}) == []
 
 
 def test_results_compare_imports_no_framework(run_cr, tmp_path, cr_home):

@@ -287,8 +287,12 @@ def _accuracy_lines(report: dict) -> list[str]:
         return []
     rules = {t["rule"] for t in tests if t.get("comparable")}
     lines = ["accuracy, paired sample by sample" + (f": {rules.pop()}" if len(rules) == 1 else "") + ":"]
+    said = set()
     for t in tests:
         a, b = (str(u or "?")[:16] for u in t["uids"])
+        if t.get("pipeline") and b not in said:
+            said.add(b)
+            lines.append(output.clean(f"  {b} vs baseline {a}  pipeline differs: " + "; ".join(t["pipeline"])))
         name = {"top1": "top-1", "top5": "top-5"}.get(t["metric"], t["metric"])
         if not t.get("comparable"):
             lines.append(output.clean(f"  {b} vs baseline {a}  {name}: no paired test: {t['reason']}"))

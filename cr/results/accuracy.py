@@ -190,10 +190,45 @@ def rule(alpha: float = ALPHA, resamples: int = RESAMPLES, seed: int = SEED) -> 
 RULE = rule()
 
 
+def _step_words(step) -> str:
+    if not isinstance(step, dict):
+        return repr(step)[:60]
+    from .summary import value_text
+
+    return " ".join(f"{k}={value_text(v)}" for k, v in sorted(step.items()) if k != "op")
+
+
+def pipeline_differences(a: dict, b: dict) -> list[str]:
+    """The pipeline steps that differ between two records, in words: 'preprocess step 1
+    (scale): factor=0.0625 vs factor=1', 'preprocess step 3 (normalize): only in B'; empty
+    when both ran the same pipeline (or a record does not say)."""
+    pa = a.get("pipeline") if isinstance(a.get("pipeline"), dict) else None
+    pb = b.get("pipeline") if isinstance(b.get("pipeline"), dict) else None
+    if pa is None or pb is None or (pa.get("sha256") and pa.get("sha256") == pb.get("sha256")):
+        return []
+    out = []
+    for stage in ("preprocess", "postprocess"):
+        sa = pa.get(stage) if isinstance(pa.get(stage), list) else []
+        sb = pb.get(stage) if isinstance(pb.get(stage), list) else []
+        for i in range(max(len(sa), len(sb))):
+            x, y = (sa[i] if i < len(sa) else None), (sb[i] if i < len(sb) else None)
+            if x == y:
+                continue
+            op = next((s.get("op") for s in (x, y) if isinstance(s, dict) and s.get("op")), "?")
+            if x is None or y is None:
+                out.append(f"{stage} step {i + 1} ({op}): only in {'B' if x is None else 'A'}")
+            elif isinstance(x, dict) and isinstance(y, dict) and x.get("op") != y.get("op"):
+                out.append(f"{stage} step {i + 1}: {x.get('op')} vs {y.get('op')}")
+            else:
+                out.append(f"{stage} step {i + 1} ({op}): {_step_words(x)} vs {_step_words(y)}")
+    return out
+
+
 def section(records: list[dict]) -> list[dict] | None:
     """compare's accuracy section: each record after the first against it, per metric the
-    baseline measures (top1, then top5), as paired() gives, with "uids": [A, B]; None
-    when the baseline is not a validate record that measured accuracy."""
+    baseline measures (top1, then top5), as paired() gives, with "uids": [A, B] and
+    "pipeline": pipeline_differences(A, B) (what a pipeline study varied); None when the
+    baseline is not a validate record that measured accuracy."""
     base = records[0]
     validation = base.get("validation") if isinstance(base.get("validation"), dict) else {}
     if base.get("action") != "validate" or not validation:
@@ -201,6 +236,7 @@ def section(records: list[dict]) -> list[dict] | None:
     metrics = [m for m in METRICS if isinstance(validation.get(m), (int, float))] or ["top1"]
     out = []
     for other in records[1:]:
+        steps = pipeline_differences(base, other)
         for m in metrics:
-            out.append({"uids": [base.get("uid"), other.get("uid")], **paired(base, other, m)})
+            out.append({"uids": [base.get("uid"), other.get("uid")], **paired(base, other, m), "pipeline": steps})
     return out
