@@ -88,7 +88,8 @@ def test_paired_counts_discordant_samples_and_states_its_rule():
     (lambda r: r["validation"]["hits"].update(top1=base64.b64encode(b"\xff\xff").decode()), "16 bits for 8 samples"),
     (lambda r: r["validation"].update(top1=0.5), "disagrees with its top1"),
     (lambda r: r["validation"]["hits"].update(ids="x"), "damaged"),
-    (lambda r: r.update(validation="junk"), "is not a validate record"),
+    (lambda r: r.update(validation="junk"), "holds no validation"),
+    (lambda r: r.update(status="failed", validation=None), "holds no validation (status failed)"),
 ])
 def test_paired_refuses_with_a_reason_never_an_exception(change, reason):
     good = _record("a" * 16, [1, 0, 1, 1, 1, 1, 0, 1])

@@ -54,8 +54,10 @@ def hits(record: dict, metric: str = "top1") -> tuple[dict | None, str | None]:
     """(hits, None) with hits["hits"] the decoded list of bools, or (None, why not)."""
     name = _label(record)
     validation = record.get("validation") if isinstance(record.get("validation"), dict) else None
-    if record.get("action") != "validate" or validation is None:
+    if record.get("action") != "validate":
         return None, f"{name} is not a validate record (action {record.get('action')})"
+    if validation is None:
+        return None, f"{name} holds no validation (status {record.get('status')}): it measured no {metric}"
     if validation.get("task") == "detection":
         return None, f"{name} is a detection validation: per-image hits are not recorded, so no paired test"
     if record.get("status") != "ok" and not isinstance(validation.get(metric), (int, float)):
