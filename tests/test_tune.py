@@ -208,3 +208,12 @@ def test_excludes_match_every_key_given():
     space = Space("model:x@1", None, None, [a, b], [1, 2], [1, 8], ["precision=int8,batch=8", "backend=onnxruntime,threads=2"])
     keys = {c.key for c in space.configs()}
     assert keys == {Config(a, 1, 1).key, Config(a, 1, 8).key, Config(b, 1, 1).key, Config(b, 2, 1).key}
+
+
+def test_precision_keeps_the_variants_of_that_precision(cr_home):
+    from cr.tune.space import build
+
+    space = build(LENET, backends=["tflite"], precisions=["int8"])  # an existing variant: nothing compiled
+    assert [(s.backend, s.variant, s.precision) for s in space.stacks] == [("tflite", "tflite-int8", "int8")]
+    everything = build(LENET, backends=["onnxruntime", "tflite"])
+    assert {s.precision for s in everything.stacks} == {"fp32", "int8"} and len(everything.configs()) == 3

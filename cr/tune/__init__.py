@@ -163,7 +163,7 @@ def _save(name: str, space, result: dict) -> dict:
         raise CRError(f"no configuration to save as solution:{name}: no trial succeeded and met the constraints",
                       hint="see the failed trials above; widen the space or relax a constraint")
     c = rec["config"]
-    info = solution.create(name, space.model, c["backend"], dataset=space.dataset, variant=c["variant"],
+    info = solution.create(name, c.get("model") or space.model, c["backend"], dataset=space.dataset, variant=c["variant"],
                            params={"threads": c["threads"], "batch_size": c["batch_size"]},
                            description=f"picked by cr tune {result['study']['name']} ({rec['rule']})")
     ready = solution.init(info["ref"])

@@ -28,10 +28,12 @@ class Stack:
     backend: str
     variant: str
     precision: str
+    model: str | None = None  # the model version holding the variant when not the space's (a compiled precision)
 
     @property
     def key(self) -> str:
-        return f"{self.backend}/{self.variant}"
+        own = f"@{self.model.rsplit('@', 1)[-1]}" if self.model else ""
+        return f"{self.backend}/{self.variant}{own}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class Config:
 
     def to_dict(self) -> dict:
         return {"backend": self.stack.backend, "variant": self.stack.variant, "precision": self.stack.precision,
-                "threads": self.threads, "batch_size": self.batch_size}
+                "model": self.stack.model, "threads": self.threads, "batch_size": self.batch_size}
 
 
 @dataclass
@@ -137,27 +139,40 @@ def stacks(model: dict, backends: list[str] | None = None, precisions: list[str]
             if fmts is None or eff.get("format") in fmts:
                 out.append(Stack(b, name, eff.get("precision") or "fp32"))
     if precisions:
-        have = {s.precision for s in out}
-        out = [s for s in out if s.precision in precisions]
-        for p in precisions:
-            if p not in have:
-                out += _made_on_demand(model["ref"], chosen, p, install, have)
+        out = _with_precisions(model, chosen, out, precisions, install)
     return out
 
 
-def _made_on_demand(ref: str, backends: list[str], precision: str, install: bool, have: set) -> list[Stack]:
-    """Stacks of a precision the model has no variant of, compiled by cr.run.precision when present."""
+def _with_precisions(model: dict, backends: list[str], found: list[Stack], precisions: list[str], install: bool) -> list[Stack]:
+    """The stacks of the precisions asked for: the model's own variants of them, and for a
+    (backend, precision) it has none of, the variant cr.run.precision.variant_for finds or
+    compiles (cached as a model version), when this reefkit has it."""
     try:
         from ..run import precision as made
     except ImportError:
-        raise CRError(f"{ref} has no {precision} variant, and making one on demand needs cr.run.precision (not in this reefkit)",
-                      hint=f"its precisions: {', '.join(sorted(have)) or 'none'}; or cr compile a {precision} variant first") from None
-    out = []
-    for b in backends:
-        try:
-            out.append(Stack(b, made.variant_for(ref, b, precision, install=install), precision))
-        except CRError:
-            continue  # this backend has no way to that precision; others may
+        made = None
+    def same(stack: Stack, p: str) -> bool:
+        if made is None:
+            return stack.precision == p
+        return made.matches(variants.effective(model["meta"], stack.variant), p)
+    out = [s for s in found if any(same(s, p) for p in precisions)]
+    for p in precisions:
+        for b in backends:
+            if any(s.backend == b and same(s, p) for s in out):
+                continue
+            if made is None:
+                if not any(same(s, p) for s in found):
+                    raise CRError(f"{model['ref']} has no {p} variant, and making one on demand needs cr.run.precision "
+                                  "(not in this reefkit)",
+                                  hint=f"its precisions: {', '.join(sorted({s.precision for s in found})) or 'none'}; "
+                                       f"or cr compile a {p} variant first")
+                continue
+            try:
+                v = made.variant_for(model["ref"], b, p, install=install)
+            except CRError:
+                continue  # this backend has no way to that precision; others may
+            ref = getattr(v, "model_ref", None)
+            out.append(Stack(b, str(v), p, None if ref in (None, model["ref"]) else ref))
     return out
 
 

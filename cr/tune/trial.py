@@ -76,7 +76,8 @@ class Runner:
 
         started = time.perf_counter()
         try:
-            target = prepare(self.space.model, "benchmark", stack.backend, stack.variant, self.space.dataset, self.space.split)
+            target = prepare(stack.model or self.space.model, "benchmark", stack.backend, stack.variant, self.space.dataset,
+                             self.space.split)
             where(target, None, "benchmark", install=self.install)
             why = None
         except CRError as exc:
@@ -167,7 +168,7 @@ class Runner:
         from ..run.actions import NotStored, run_action, store_record
 
         try:
-            rec = run_action(action, self.space.model, backend=stack.backend, variant=stack.variant, params=params,
+            rec = run_action(action, stack.model or self.space.model, backend=stack.backend, variant=stack.variant, params=params,
                              dataset=self.space.dataset, split=self.space.split, store=False, install=self.install)
         except NotStored:
             raise
