@@ -217,3 +217,13 @@ def test_precision_keeps_the_variants_of_that_precision(cr_home):
     assert [(s.backend, s.variant, s.precision) for s in space.stacks] == [("tflite", "tflite-int8", "int8")]
     everything = build(LENET, backends=["onnxruntime", "tflite"])
     assert {s.precision for s in everything.stacks} == {"fp32", "int8"} and len(everything.configs()) == 3
+
+
+def test_compiled_versions_are_stacks_and_their_trials_run_that_version(run_cr, cr_home):
+    assert run_cr("compile", LENET, "--to", "onnx").returncode == 0  # lenet's onnx -> an optimised onnx, 1.0.0+onnx.opt
+    got = _tune(run_cr, "--backends", "onnxruntime", "--budget", "2")
+    stacks = {p["config"]["model"]: p for p in got["points"] if p["state"] == "ok"}
+    compiled = [m for m in stacks if m and "+onnx" in m]
+    assert None in stacks and len(compiled) == 1
+    record = next(r for r in _records(cr_home) if r["uid"] == stacks[compiled[0]]["record"])
+    assert compiled[0] in {c["ref"] for c in record["components"]}

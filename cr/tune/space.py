@@ -132,14 +132,40 @@ def stacks(model: dict, backends: list[str] | None = None, precisions: list[str]
         if b not in loads:
             registry.find(b)  # names the available backends
     out = []
-    for name in variants.names(meta) or [variants.default_name(meta)]:
-        eff = variants.effective(meta, name)
-        for b in chosen:
-            fmts = loads.get(b)
-            if fmts is None or eff.get("format") in fmts:
-                out.append(Stack(b, name, eff.get("precision") or "fp32"))
+    for version in [model, *compiled_versions(model)]:
+        holder = None if version is model else version["ref"]
+        for name in variants.names(version["meta"]) or [variants.default_name(version["meta"])]:
+            eff = variants.effective(version["meta"], name)
+            for b in chosen:
+                fmts = loads.get(b)
+                if fmts is None or eff.get("format") in fmts:
+                    out.append(Stack(b, name, eff.get("precision") or "fp32", holder))
     if precisions:
         out = _with_precisions(model, chosen, out, precisions, install)
+    return out
+
+
+def compiled_versions(model: dict) -> list[dict]:
+    """The versions cr compile made from this one (1.0.0+onnx, 1.0.0+onnx.int8.dynamic, ...):
+    the same network in other formats and precisions, so their variants are stacks too."""
+    from packaging.version import InvalidVersion, Version
+
+    from ..store.catalog import matching, show
+
+    try:
+        mine = Version(model["meta"]["version"])
+    except (InvalidVersion, KeyError):
+        return []
+    if mine.local:
+        return []
+    out = []
+    for comp in matching(f"model:{model['meta']['name']}"):
+        try:
+            v = Version(comp.version)
+        except (InvalidVersion, AttributeError):
+            continue
+        if v.local and v.public == mine.public:
+            out.append(show(comp.ref, verify=False))
     return out
 
 
@@ -147,14 +173,18 @@ def _with_precisions(model: dict, backends: list[str], found: list[Stack], preci
     """The stacks of the precisions asked for: the model's own variants of them, and for a
     (backend, precision) it has none of, the variant cr.run.precision.variant_for finds or
     compiles (cached as a model version), when this reefkit has it."""
+    from ..store.catalog import show
+
     try:
         from ..run import precision as made
     except ImportError:
         made = None
+
     def same(stack: Stack, p: str) -> bool:
         if made is None:
             return stack.precision == p
-        return made.matches(variants.effective(model["meta"], stack.variant), p)
+        meta = model["meta"] if stack.model is None else show(stack.model, verify=False)["meta"]
+        return made.matches(variants.effective(meta, stack.variant), p)
     out = [s for s in found if any(same(s, p) for p in precisions)]
     for p in precisions:
         for b in backends:
