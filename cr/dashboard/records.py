@@ -31,7 +31,8 @@ from typing import Callable, NamedTuple
 from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
-from ..results.summary import config_label, dataset_label, platform_description
+from ..results.pareto import OBJECTIVES, measure
+from ..results.summary import config_label, dataset_label, platform_description, value_text
 from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
@@ -317,7 +318,7 @@ class Field(NamedTuple):
 class _Parts:
     """The parts of a record that the fields read, each looked up (and type-checked) once."""
     __slots__ = ("record", "components", "subject", "backend", "info", "config", "pipeline", "platform", "metrics",
-                 "validation", "scenario")
+                 "validation", "scenario", "measured", "study")
 
     def __init__(self, record: dict) -> None:
         self.record = record
@@ -332,6 +333,73 @@ class _Parts:
         self.validation = _dict(record.get("validation"))
         self.scenario = _str(self.metrics.get("scenario")
                              or (self.config.get("scenario") if record.get("action") == "benchmark" else ""), 40)
+        self.measured = None  # the 95% intervals (_interval), worked out when first asked for
+        self.study = _dict(record.get("study"))
+
+
+# The figures whose 95% intervals the rows carry, for the Pareto rule (cr.results.pareto).
+_INTERVALS = [OBJECTIVES[name] for name in ("p50", "throughput", "top1")]
+
+
+def _interval(p: _Parts, name: str, end: str):
+    """The lower or upper end of a figure's 95% interval, as cr.results.pareto.measure gives it
+    from what the record itself states (the p50 from its IQR and count, throughput from the mean
+    latency's stdev and count, accuracy a Wilson interval over the samples judged). The raw
+    latencies are not read: their order statistics would cost 60 times as much per record (a
+    200,000-record build: 10 s more) for an interval within a few percent of this one."""
+    if p.measured is None:
+        try:
+            p.measured = measure(p.record, _INTERVALS)
+        except (TypeError, ValueError, ArithmeticError):  # a record from elsewhere may hold anything
+            p.measured = {}
+    figure = p.measured.get(name)
+    return _num(figure[end]) if figure else None
+
+
+# What a campaign's matrix, a study or a pipeline study varies, read from what the record
+# says ran (a campaign record carries its job's id, not the job's overrides): the keys of
+# SETTING_KEYS, then each pipeline step parameter (a config key "pipeline.STEP.PARAM", or
+# config.pipeline / pipeline.overrides as {"STEP.PARAM": value}).
+SETTING_KEYS = ("backend", "variant", "precision", "threads", "batch_size", "scenario", "engine", "backend_options",
+                "dataset", "split")
+
+
+def _setting(p: _Parts) -> str:
+    """The record's setting as compact JSON {key: value as labels show it} ('' when none)."""
+    config, pipeline = p.config, p.pipeline
+    values = {
+        "backend": p.backend.get("name") or config.get("backend"),
+        "variant": pipeline.get("variant") or config.get("variant"),
+        "precision": pipeline.get("precision") or config.get("precision"),
+        "scenario": p.scenario or None,
+        "batch_size": config.get("batch_size"),
+        "dataset": config.get("dataset") or _dict(p.record.get("inputs")).get("dataset"),
+        "split": config.get("split") or _dict(p.record.get("inputs")).get("split"),
+    }
+    out = {}
+    for key in SETTING_KEYS:
+        value = values[key] if key in values else config.get(key)
+        if value is None or value == "" or value == {}:
+            continue
+        if key == "dataset" and isinstance(value, str) and value.startswith("dataset:"):
+            value = value[len("dataset:"):]
+        out[key] = value_text(value)
+    steps = {}
+    for source in (pipeline.get("overrides"), config.get("pipeline")):
+        if isinstance(source, dict):
+            steps.update({f"pipeline.{k}": v for k, v in source.items()})
+    steps.update({k: v for k, v in config.items() if isinstance(k, str) and k.startswith("pipeline.")})
+    for key in sorted(steps)[:20]:
+        out[key[:80]] = value_text(steps[key])
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False) if out else ""
+
+
+def _study_mark(study: dict) -> str:
+    """What a study's record says of its trial: 'recommended' (its study picked it) and/or
+    'infeasible' (a constraint excluded it)."""
+    marks = [m for m, on in (("recommended", study.get("recommended") is True),
+                             ("infeasible", study.get("feasible") is False)) if on]
+    return " ".join(marks)
 
 
 def _latency(p: _Parts, key: str):
@@ -369,7 +437,7 @@ TABLE = (
     Field("energy_j", "number", lambda p: _energy(p.metrics), row="bench"),
     Field("top1", "number", lambda p: _num(p.validation.get("top1")), row="validate", runs=True),
     Field("top5", "number", lambda p: _num(p.validation.get("top5")), row="validate"),
-    Field("outcome", "text", lambda p: _str(p.validation.get("outcome"), 40), row="validate"),
+    Field("outcome", "text", lambda p: _str(p.validation.get("outcome"), 40), row="validate", runs=True),
     Field("validity", "text", lambda p: _str(p.metrics.get("validity"), 40), row="bench"),
     Field("error", "id", lambda p: _str(_dict(p.record.get("error")).get("message"), 300), row="error", runs=True),
     Field("tags", "list", lambda p: [_str(t, 100) for t in (p.record.get("tags") or [])[:20]], row="tags"),
@@ -384,6 +452,21 @@ TABLE = (
     # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
     Field("ap", "number", lambda p: _num(p.validation.get("ap")), row="validate"),
     Field("ap50", "number", lambda p: _num(p.validation.get("ap50")), row="validate"),
+    # 95% intervals of the Pareto plot's figures (cr.results.pareto's rule decides ties with them)
+    Field("p50_lo", "number", lambda p: _interval(p, "p50", "lo"), row="bench", runs=True),
+    Field("p50_hi", "number", lambda p: _interval(p, "p50", "hi"), row="bench", runs=True),
+    Field("throughput_lo", "number", lambda p: _interval(p, "throughput", "lo"), row="bench", runs=True),
+    Field("throughput_hi", "number", lambda p: _interval(p, "throughput", "hi"), row="bench", runs=True),
+    Field("top1_lo", "number", lambda p: _interval(p, "top1", "lo"), row="validate", runs=True),
+    Field("top1_hi", "number", lambda p: _interval(p, "top1", "hi"), row="validate", runs=True),
+    # campaigns and studies: the job that made the record, what it ran (_setting), the tune
+    # run (record["study"]: name, trial) and what the study said of the trial
+    Field("campaign_job", "id", lambda p: _str(_dict(p.record.get("campaign")).get("job"), 80), runs=True),
+    Field("setting", "text", _setting, runs=True),
+    Field("study", "text", lambda p: _str(p.study.get("name"), 130), row="bench validate", runs=True),
+    Field("trial", "id", lambda p: _str(p.study.get("trial"), 40), runs=True),
+    Field("study_mark", "text", lambda p: _study_mark(p.study), runs=True),
+    Field("samples", "number", lambda p: _num(p.validation.get("samples")), runs=True),
 )
 FIELDS = tuple(f.name for f in TABLE)
 F = {name: i for i, name in enumerate(FIELDS)}
