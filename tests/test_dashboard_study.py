@@ -138,12 +138,17 @@ def test_rows_carry_the_intervals_and_the_setting_of_a_record():
     rec["config"]["pipeline.resize.interpolation"] = "nearest"
     row = dict(zip(records.FIELDS, records.summarise(rec)))
     assert row["p50_lo"] < row["p50_ns"] < row["p50_hi"] and row["throughput_lo"] < row["throughput"] < row["throughput_hi"]
+    assert row["setting"] == row["figures"] == ""  # not from a campaign or a study: the run list stays small
+    rec["study"] = {"name": "t", "uid": "0123456789abcdef", "trial": 3}
+    row = dict(zip(records.FIELDS, records.summarise(rec)))
     setting = json.loads(row["setting"])
     assert setting["threads"] == "2" and setting["backend"] == "onnxruntime" and setting["pipeline.resize.interpolation"] == "nearest"
+    assert json.loads(row["figures"])[:2] == [row["p50_lo"], row["p50_hi"]] and row["trial"] == "3" and row["study"] == "t"
     val = sample.validate_record("lenet-digits", "onnxruntime", "onnx", "fp32", sample.XEON, 0.95, uid="a1",
-                                 started="2026-12-02T10:00:00.000Z", samples=360)
+                                 started="2026-12-02T10:00:00.000Z", samples=360, study=rec["study"])
     row = dict(zip(records.FIELDS, records.summarise(val)))
-    assert 0.92 < row["top1_lo"] < 0.95 < row["top1_hi"] < 0.97 and row["p50_lo"] is None and row["samples"] == 360
+    assert 0.92 < row["top1_lo"] < 0.95 < row["top1_hi"] < 0.97 and row["p50_lo"] is None
+    assert json.loads(row["figures"]) == [None, None, None, None, row["top1_lo"], row["top1_hi"], 360]
 
 
 def test_the_campaign_page_is_a_matrix_of_the_keys_its_jobs_vary(page, site):

@@ -388,10 +388,31 @@ def _setting(p: _Parts) -> str:
     for source in (pipeline.get("overrides"), config.get("pipeline")):
         if isinstance(source, dict):
             steps.update({f"pipeline.{k}": v for k, v in source.items()})
-    steps.update({k: v for k, v in config.items() if isinstance(k, str) and k.startswith("pipeline.")})
+    for k in config:
+        if k[:9] == "pipeline.":
+            steps[k] = config[k]
     for key in sorted(steps)[:20]:
         out[key[:80]] = value_text(steps[key])
-    return json.dumps(out, separators=(",", ":"), ensure_ascii=False) if out else ""
+    return _SETTING_JSON(out) if out else ""
+
+
+_SETTING_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # one encoder (json.dumps with options builds one a call)
+
+
+def _in_study(p: _Parts) -> bool:
+    """The record comes from a campaign or a tune run (the views that compare settings read it)."""
+    return bool(p.study) or isinstance(p.record.get("campaign"), dict)
+
+
+FIGURES = ("p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples")
+
+
+def _figures(p: _Parts) -> str:
+    """The run list's figures of a campaign's or study's record: the FIGURES as a JSON list
+    (intervals as _interval gives them, the number of samples a validation judged)."""
+    values = [_interval(p, name[:-3], name[-2:]) for name in FIGURES[:-1]]
+    values.append(_num(p.validation.get("samples")))
+    return _SETTING_JSON(values)
 
 
 def _study_mark(study: dict) -> str:
@@ -453,20 +474,21 @@ TABLE = (
     Field("ap", "number", lambda p: _num(p.validation.get("ap")), row="validate"),
     Field("ap50", "number", lambda p: _num(p.validation.get("ap50")), row="validate"),
     # 95% intervals of the Pareto plot's figures (cr.results.pareto's rule decides ties with them)
-    Field("p50_lo", "number", lambda p: _interval(p, "p50", "lo"), row="bench", runs=True),
-    Field("p50_hi", "number", lambda p: _interval(p, "p50", "hi"), row="bench", runs=True),
-    Field("throughput_lo", "number", lambda p: _interval(p, "throughput", "lo"), row="bench", runs=True),
-    Field("throughput_hi", "number", lambda p: _interval(p, "throughput", "hi"), row="bench", runs=True),
-    Field("top1_lo", "number", lambda p: _interval(p, "top1", "lo"), row="validate", runs=True),
-    Field("top1_hi", "number", lambda p: _interval(p, "top1", "hi"), row="validate", runs=True),
-    # campaigns and studies: the job that made the record, what it ran (_setting), the tune
-    # run (record["study"]: name, trial) and what the study said of the trial
+    Field("p50_lo", "number", lambda p: _interval(p, "p50", "lo"), row="bench"),
+    Field("p50_hi", "number", lambda p: _interval(p, "p50", "hi"), row="bench"),
+    Field("throughput_lo", "number", lambda p: _interval(p, "throughput", "lo"), row="bench"),
+    Field("throughput_hi", "number", lambda p: _interval(p, "throughput", "hi"), row="bench"),
+    Field("top1_lo", "number", lambda p: _interval(p, "top1", "lo"), row="validate"),
+    Field("top1_hi", "number", lambda p: _interval(p, "top1", "hi"), row="validate"),
+    # campaigns and studies: the job that made the record, the tune run (record["study"]: name,
+    # trial) and what the study said of the trial; for their records only (the others' are
+    # blank: the run list stays small): what ran (_setting) and the figures with intervals
     Field("campaign_job", "id", lambda p: _str(_dict(p.record.get("campaign")).get("job"), 80), runs=True),
-    Field("setting", "text", _setting, runs=True),
     Field("study", "text", lambda p: _str(p.study.get("name"), 130), row="bench validate", runs=True),
     Field("trial", "id", lambda p: _str(p.study.get("trial"), 40), runs=True),
     Field("study_mark", "text", lambda p: _study_mark(p.study), runs=True),
-    Field("samples", "number", lambda p: _num(p.validation.get("samples")), runs=True),
+    Field("setting", "text", lambda p: _setting(p) if _in_study(p) else "", runs=True),
+    Field("figures", "id", lambda p: _figures(p) if _in_study(p) else "", runs=True),
 )
 FIELDS = tuple(f.name for f in TABLE)
 F = {name: i for i, name in enumerate(FIELDS)}

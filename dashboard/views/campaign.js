@@ -41,12 +41,24 @@
     try { var v = JSON.parse(text); return v && typeof v === "object" && !Array.isArray(v) ? v : {}; } catch (e) { return {}; }
   }
 
+  // A campaign's or study's run carries its figures' 95% intervals and samples judged as one
+  // JSON list (records.FIGURES); read into the run once.
+  var FIGURES = ["p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples"];
+  function readFigures(run) {
+    if (run._figures) return;
+    run._figures = true;
+    var list = [];
+    try { list = typeof run.figures === "string" && run.figures ? JSON.parse(run.figures) : []; } catch (e) { list = []; }
+    FIGURES.forEach(function (name, i) { run[name] = Array.isArray(list) && isNum(list[i]) ? list[i] : null; });
+  }
+
   // Items {run, row} -> units (jobs, trials...) {id, items, setting: {key: value}, first: time}.
   // unitOf(run) names the unit ("" : the run is a unit of its own); a unit's setting takes each
   // key from its first run that has it (benchmarks first), plus the platform and the solution.
   function units(items, unitOf) {
     var byId = new Map();
     items.forEach(function (x) {
+      readFigures(x.run);
       var id = unitOf(x.run) || "uid:" + x.run.uid;
       if (!byId.has(id)) byId.set(id, { id: id, items: [], setting: {}, first: x.run.time || "" });
       var u = byId.get(id);
