@@ -160,12 +160,16 @@
         Array.from(sets.values()).sort(function (a, b) {
           return a.backend < b.backend ? -1 : a.backend > b.backend ? 1 : a.platform < b.platform ? -1 : a.platform > b.platform ? 1 : 0;
         }).forEach(function (s) {
-          var colour = colours.get(s.backend);
-          datasets.push({ type: "scatter", label: s.backend + " on " + platformLabel.get(s.platform), data: s.data,
-            pointStyle: shapes.get(s.platform)[0],
-            backgroundColor: s.data.map(function (p) { return colour + (p.status === "dominated" ? "30" : "b0"); }),
-            borderColor: s.data.map(function (p) { return p.status === "dominated" ? colour + "50" : colour; }),
-            borderWidth: 1.5, pointRadius: count > 5000 ? 2.5 : 5, pointHoverRadius: 8, crKind: "points" });
+          // two datasets, the dominated points faint (one colour per dataset: per-point colours
+          // cost Chart.js seconds at 50,000 points)
+          var colour = colours.get(s.backend), label = s.backend + " on " + platformLabel.get(s.platform);
+          [false, true].forEach(function (faint) {
+            var data = s.data.filter(function (p) { return (p.status === "dominated") === faint; });
+            if (!data.length) return;
+            datasets.push({ type: "scatter", label: label + (faint ? " (dominated)" : ""), data: data, pointStyle: shapes.get(s.platform)[0],
+              backgroundColor: colour + (faint ? "30" : "b0"), borderColor: faint ? colour + "50" : colour,
+              borderWidth: 1.5, pointRadius: count > 5000 ? 2.5 : 5, pointHoverRadius: 8, crKind: "points" });
+          });
         });
         var xs = [], ys = [];
         groups.forEach(function (g) { g.points.forEach(function (p) { xs.push(p.x); ys.push(p.y); }); });
