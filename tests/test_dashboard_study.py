@@ -10,6 +10,7 @@ run's page lists its trials, its front and its recommendation.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
@@ -217,14 +218,19 @@ def test_the_pareto_line_joins_only_non_dominated_points_and_rings_ties(page, si
 
 
 def _random_sets(seed: int, count: int) -> list[dict]:
-    """Random point sets with many near-ties, equal values, zero-width intervals, infeasible and unmeasured points."""
+    """Random point sets with many near-ties, equal values, zero-width intervals, infeasible and unmeasured points;
+    one in ten large (up to 300 points, with twins); a few with a value outside its interval (another path)."""
     rng = random.Random(seed)
     names = ["p50", "throughput", "top1", "memory"]
     out = []
-    for _ in range(count):
-        objs = rng.sample(names, rng.choice((1, 2, 2, 3)))
+    for s in range(count):
+        objs = rng.sample(names, rng.choice((1, 2, 2, 2, 3)))
         points = []
-        for i in range(rng.randint(1, 12)):
+        outside = s % 25 == 0
+        for i in range(rng.randint(1, 12) if s % 10 else rng.randint(50, 300)):
+            if i > 3 and rng.random() < 0.1:  # a twin of an earlier point
+                points.append({**copy.deepcopy(rng.choice(points)), "id": f"p{i}"})
+                continue
             values = {}
             for name in objs:
                 if rng.random() < 0.03:
@@ -233,6 +239,8 @@ def _random_sets(seed: int, count: int) -> list[dict]:
                 value = base * rng.choice((1.0, 1.0, 1.005, 1.02, 1.1, 0.95, rng.uniform(0.5, 2)))
                 width = rng.choice((0.0, 0.0, 0.004, 0.01, 0.05)) * value
                 values[name] = {"value": value, "lo": value - width * rng.random(), "hi": value + width * rng.random()}
+                if outside and rng.random() < 0.3:
+                    values[name]["value"] = value * rng.choice((0.97, 1.03))
             point = {"id": f"p{i}", "values": values}
             if rng.random() < 0.1:
                 point["feasible"] = False
@@ -243,7 +251,7 @@ def _random_sets(seed: int, count: int) -> list[dict]:
 
 def test_the_sites_pareto_rule_agrees_with_cr_results_pareto(page, site):
     _open(page, site, "#/leaderboard")
-    sets = _random_sets(2512, 400)
+    sets = _random_sets(2512, 500)
     got = page.evaluate("""sets => sets.map(s => {
         const better = {p50: 'lower', throughput: 'higher', top1: 'higher', memory: 'lower'};
         const r = window.CR_SITE.pareto.analyse(s.points, s.objectives.map(n => ({name: n, better: better[n]})));
