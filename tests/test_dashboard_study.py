@@ -311,3 +311,59 @@ def test_a_study_whose_records_name_no_pick_points_to_cr_tune(page, site, tmp_pa
     assert "cr tune plain --json" in text and "trial 0" in text
     assert page.evaluate("window.CR_DASHBOARD.study.front") == ["0"]  # no accuracy: p50 vs throughput, trial 0 wins both
     assert not page.problems
+
+
+ODD = ["", "abc", "\u202e\u0301\U0001F600" * 10, "<b>x</b>", [], {}, None, 0, -1, 1.5, 1e308, 10 ** 30, True, False,
+       [1, "a", None], {"a": {"b": [None]}}, "1e309", "PASS"]
+ODD_PATHS = ["study", "study/name", "study/trial", "study/recommended", "study/feasible", "config/threads",
+             "config/pipeline.resize.interpolation", "config/pipeline", "pipeline/overrides", "validation/samples",
+             "validation/outcome", "validation/top1", "metrics/latency_ns/iqr", "metrics/latency_ns/count",
+             "metrics/latency_ns/stdev", "campaign/name", "config/batch_size", "config/backend_options"]
+
+
+def test_odd_study_and_campaign_records_render_without_an_error(page, tmp_path):
+    """Schema-valid records with odd values where a study or campaign page reads them: every page renders, no JS error."""
+    source = tmp_path / "source"
+    source.mkdir()
+    make_study_store(source)
+    templates = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(source.glob("*.json"))]
+    rng = random.Random(77)
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    kept = tried = 0
+    while kept < 60 and tried < 2000:
+        tried += 1
+        rec = copy.deepcopy(rng.choice(templates))
+        for _ in range(rng.randint(1, 4)):
+            *parents, leaf = rng.choice(ODD_PATHS).split("/")
+            node = rec
+            for part in parents:
+                node = node.setdefault(part, {}) if isinstance(node, dict) else None
+                if not isinstance(node, dict):
+                    break
+            if isinstance(node, dict):
+                node[leaf] = copy.deepcopy(rng.choice(ODD))
+        rec["uid"] = f"e{kept:015x}"
+        if problems(rec):
+            continue
+        kept += 1
+        write(rec, folder / f"{kept:03d}.json")
+    assert kept == 60
+    old = set_reporter(CollectingReporter())
+    try:
+        build(folder, tmp_path / "site")
+    finally:
+        set_reporter(old)
+    site = (tmp_path / "site",)
+    _open(page, site, "#/campaign")
+    _settle(page)
+    campaigns = page.eval_on_selector_all("#campaign li a", "els => els.map(e => e.getAttribute('href'))")
+    _open(page, site, "#/study")
+    _settle(page)
+    studies = page.eval_on_selector_all("#study li a", "els => els.map(e => e.getAttribute('href'))")
+    assert campaigns and studies
+    for route in campaigns + studies + ["#/pareto"]:
+        page.evaluate("(r) => { location.hash = r; }", route)
+        _wait(page, f"() => location.hash === {json.dumps(route)} && window.CR_DASHBOARD.renders > 0")
+        _settle(page)
+        assert not page.evaluate("window.CR_DASHBOARD.errors") and not page.problems, route
