@@ -10,6 +10,7 @@ run's page lists its trials, its front and its recommendation.
 """
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -52,6 +53,8 @@ def make_study_store(folder: Path) -> dict:
     def settle(rec, threads, dataset):
         if threads is not None:
             rec["config"]["threads"] = threads
+            if "threads" in rec["backend"]["info"]:  # torch reports the threads it ran with
+                rec["backend"]["info"]["threads"] = threads
         if dataset:
             rec["config"]["dataset"] = rec["inputs"]["dataset"] = dataset
         return rec
@@ -90,7 +93,14 @@ def make_study_store(folder: Path) -> dict:
         v = validate(f"pipe-{jid}", "lenet-digits", "onnxruntime", top1, campaign=job("pipe", jid), samples=160)
         if override:
             v["config"]["pipeline." + override[0]] = override[1]
-            write(v, next(folder.glob(f"*-pipe-{jid}.json")))
+        if jid != "nonorm":  # per-sample correctness (cr.results.accuracy), on the same 160 samples
+            right = round(top1 * 160)
+            bits = bytes(sum(1 << b for b in range(8) if 8 * i + b < right) for i in range(20))
+            ids = [str(i) for i in range(160)]
+            v["validation"]["hits"] = {"encoding": "bitset-lsb0-base64", "count": 160, "ids": ids,
+                                       "ids_sha256": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
+                                       "top1": base64.b64encode(bits).decode()}
+        write(v, next(folder.glob(f"*-pipe-{jid}.json")))
 
     # tune run "tune-lenet": trial 0 and 2 within noise of each other (fast, 95 %), trial 1
     # slower and more accurate (front), trial 3 slower and no more accurate (dominated),
@@ -149,7 +159,7 @@ def test_rows_carry_the_intervals_and_the_setting_of_a_record():
                                  started="2026-12-02T10:00:00.000Z", samples=360, study=rec["study"])
     row = dict(zip(records.FIELDS, records.summarise(val)))
     assert 0.92 < row["top1_lo"] < 0.95 < row["top1_hi"] < 0.97 and row["p50_lo"] is None
-    assert json.loads(row["figures"]) == [None, None, None, None, row["top1_lo"], row["top1_hi"], 360]
+    assert json.loads(row["figures"]) == [None, None, None, None, row["top1_lo"], row["top1_hi"], 360, None]  # no hits kept
 
 
 def test_the_campaign_page_is_a_matrix_of_the_keys_its_jobs_vary(page, site):
@@ -181,7 +191,8 @@ def test_a_pipeline_campaign_shows_accuracy_per_variant_and_its_delta(page, site
     _settle(page)
     rows = page.eval_on_selector_all("#pipeline-table tbody tr", """trs => trs.map(tr => ({
         baseline: tr.getAttribute('data-baseline'), cells: Array.from(tr.querySelectorAll('td')).map(td => td.textContent),
-        delta: tr.querySelector('[data-delta]').getAttribute('data-delta')}))""")
+        delta: tr.querySelector('[data-delta]').getAttribute('data-delta'),
+        paired: tr.querySelectorAll('td')[7].getAttribute('data-paired')}))""")
     assert len(rows) == 3
     base = [r for r in rows if r["baseline"] == "1"]
     assert len(base) == 1 and "as declared" in base[0]["cells"][0] and base[0]["cells"][1] == "98.75 %"
@@ -190,6 +201,8 @@ def test_a_pipeline_campaign_shows_accuracy_per_variant_and_its_delta(page, site
     nonorm = next(r for r in rows if "normalize.std" in r["cells"][0])
     assert nonorm["cells"][4] == "-48.75 points" and nonorm["cells"][5] == "intervals apart"
     assert nonorm["cells"][7].startswith(f"cr results compare {site[2]['pipe-base']} ")
+    assert nonorm["paired"] == "no hits" and near["paired"] == "paired"  # nonorm's record kept no per-sample correctness
+    assert "re-run cr validate" in nonorm["cells"][7]
     assert "paired test" in page.text_content("#pipeline-study")
     assert not page.problems
 

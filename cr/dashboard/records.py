@@ -32,7 +32,7 @@ from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
 from ..results.pareto import OBJECTIVES, measure
-from ..results.summary import config_label, dataset_label, platform_description, value_text
+from ..results.summary import config_label, dataset_label, effective_threads, platform_description, value_text
 from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
@@ -373,6 +373,7 @@ def _setting(p: _Parts) -> str:
         "precision": pipeline.get("precision") or config.get("precision"),
         "scenario": p.scenario or None,
         "batch_size": config.get("batch_size"),
+        "threads": effective_threads(p.record),  # as the backend ran (the record's own statement first)
         "dataset": config.get("dataset") or _dict(p.record.get("inputs")).get("dataset"),
         "split": config.get("split") or _dict(p.record.get("inputs")).get("split"),
     }
@@ -404,14 +405,20 @@ def _in_study(p: _Parts) -> bool:
     return bool(p.study) or isinstance(p.record.get("campaign"), dict)
 
 
-FIGURES = ("p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples")
+FIGURES = ("p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples", "hits")
 
 
 def _figures(p: _Parts) -> str:
     """The run list's figures of a campaign's or study's record: the FIGURES as a JSON list
-    (intervals as _interval gives them, the number of samples a validation judged)."""
-    values = [_interval(p, name[:-3], name[-2:]) for name in FIGURES[:-1]]
+    (intervals as _interval gives them, the number of samples a validation judged, and
+    "hits": the first 16 digits of the sha256 of the sample ids whose per-sample
+    correctness the validation kept (cr.results.accuracy: two records with the same can be
+    paired), else null)."""
+    values = [_interval(p, name[:-3], name[-2:]) for name in FIGURES[:-2]]
     values.append(_num(p.validation.get("samples")))
+    hits = _dict(p.validation.get("hits"))
+    ids = hits.get("ids_sha256")
+    values.append(ids[:16] if isinstance(ids, str) and hits.get("top1") is not None else None)
     return _SETTING_JSON(values)
 
 

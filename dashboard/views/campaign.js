@@ -43,13 +43,16 @@
 
   // A campaign's or study's run carries its figures' 95% intervals and samples judged as one
   // JSON list (records.FIGURES); read into the run once.
-  var FIGURES = ["p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples"];
+  var FIGURES = ["p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples", "hits"];
   function readFigures(run) {
     if (run._figures) return;
     run._figures = true;
     var list = [];
     try { list = typeof run.figures === "string" && run.figures ? JSON.parse(run.figures) : []; } catch (e) { list = []; }
-    FIGURES.forEach(function (name, i) { run[name] = Array.isArray(list) && isNum(list[i]) ? list[i] : null; });
+    FIGURES.forEach(function (name, i) {
+      var v = Array.isArray(list) ? list[i] : null;
+      run[name] = name === "hits" ? (typeof v === "string" ? v : null) : isNum(v) ? v : null;
+    });
   }
 
   // Items {run, row} -> units (jobs, trials...) {id, items, setting: {key: value}, first: time}.
@@ -218,6 +221,12 @@
   // ---------------------------------------------------------------- pipeline study
   // Accuracy per variant with its delta to the baseline: the job that overrides no pipeline
   // key, else the first job (the earliest result).
+  // Whether two validations can be paired: both kept per-sample correctness on the same samples.
+  var PAIRING = { paired: "same samples, per-sample correctness kept: compare gives the verdict",
+                  "other samples": "not the same samples: no paired test", "no hits": "a record keeps no per-sample " +
+                  "correctness (made before cr kept it): re-run cr validate for a paired test" };
+  function pairing(a, b) { return !a.hits || !b.hits ? "no hits" : a.hits === b.hits ? "paired" : "other samples"; }
+
   function pipelineStudy(body, jobs, v) {
     var keys = v.kept.concat(v.follows.map(function (f) { return f[0]; })).sort(compareKeys);
     var pipe = keys.filter(function (k) { return k.indexOf("pipeline.") === 0; });
@@ -229,7 +238,8 @@
     sec.appendChild(h("p", { class: "note" }, "Top-1 accuracy of each variant and its difference to the baseline (" +
       settingText(base, shown) + ": the job that overrides no pipeline step, else the first job). Intervals: 95% Wilson " +
       "intervals over the samples judged. Whether a difference is beyond sampling noise takes a paired test on the same " +
-      "samples: run the cr results compare command shown (exact McNemar or a paired bootstrap)."));
+      "samples (exact McNemar and a paired bootstrap, cr.results.accuracy): run the cr results compare command shown; it " +
+      "needs both validations to have kept their per-sample correctness on the same samples, as the last column says."));
     var rows = jobs.map(function (u) {
       var run = top1Of([u]), delta = run && baseRun ? run.top1 - baseRun.top1 : null;
       var apart = run && baseRun && isNum(run.top1_lo) && isNum(baseRun.top1_hi) && isNum(run.top1_hi) && isNum(baseRun.top1_lo)
@@ -242,7 +252,9 @@
         h("td", { class: "num", "data-delta": isNum(delta) ? delta : "" }, u === base || !isNum(delta) ? DASH : (delta >= 0 ? "+" : "") + (delta * 100).toFixed(2) + " points"),
         h("td", null, u === base || apart === null ? DASH : apart ? "intervals apart" : "intervals overlap"),
         h("td", null, badge(unitStatus(u))),
-        h("td", null, run && baseRun && u !== base ? h("code", null, "cr results compare " + baseRun.uid + " " + run.uid) : DASH));
+        h("td", { "data-paired": run && baseRun && u !== base ? pairing(baseRun, run) : null },
+          run && baseRun && u !== base ? [h("code", null, "cr results compare " + baseRun.uid + " " + run.uid),
+            h("div", { class: "sub" }, PAIRING[pairing(baseRun, run)])] : DASH));
     });
     sec.appendChild(h("div", { class: "table-wrap" }, h("table", { class: "board", id: "pipeline-table" },
       h("thead", null, h("tr", null, ["Variant", "Top-1", "95% interval", "Samples", "\u0394 to baseline", "Intervals", "Status", "Paired test"]
