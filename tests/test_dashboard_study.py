@@ -189,6 +189,11 @@ def test_the_campaign_page_is_a_matrix_of_the_keys_its_jobs_vary(page, site):
 def test_a_pipeline_campaign_shows_accuracy_per_variant_and_its_delta(page, site):
     _open(page, site, "#/campaign/pipe")
     _settle(page)
+    # the pipeline variants are one dimension (each job overrides one step), not a cross of the steps
+    assert page.get_attribute("table[data-campaign=pipe]", "data-columns") == "pipeline"
+    heads = page.eval_on_selector_all("table[data-campaign=pipe] thead th", "els => els.map(e => e.textContent)")
+    assert heads[1:] == ["pipeline as declared", "pipeline normalize.std=[1,1,1]", "pipeline resize.interpolation=nearest"]
+    assert page.eval_on_selector_all("table[data-campaign=pipe] td", "els => els.map(e => e.getAttribute('data-status'))") == ["PASS"] * 3
     rows = page.eval_on_selector_all("#pipeline-table tbody tr", """trs => trs.map(tr => ({
         baseline: tr.getAttribute('data-baseline'), cells: Array.from(tr.querySelectorAll('td')).map(td => td.textContent),
         delta: tr.querySelector('[data-delta]').getAttribute('data-delta'),

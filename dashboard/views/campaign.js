@@ -20,15 +20,16 @@
   function campaignHref(name) { return "#/campaign/" + encodeURIComponent(name); }
 
   // ---------------------------------------------------------------- settings (shared with study.js)
-  // The keys of a setting in display order: records.SETTING_KEYS, then pipeline step
-  // parameters, then the platform and the solution.
+  // The keys of a setting in display order: records.SETTING_KEYS, then "pipeline" (the
+  // pipeline step parameters a unit overrides, together: one variant of the pipeline), then
+  // the platform and the solution.
   var SETTING_ORDER = ["backend", "variant", "precision", "threads", "batch_size", "scenario", "engine", "backend_options", "dataset", "split"];
   var KEY_LABEL = { batch_size: "batch", platform: "Platform", solution: "Solution", backend_options: "backend options" };
   function keyLabel(k) { return KEY_LABEL[k] || k; }
   function keyRank(k) {
     var i = SETTING_ORDER.indexOf(k);
     if (i >= 0) return [0, i, ""];
-    if (k.indexOf("pipeline.") === 0) return [1, 0, k];
+    if (k === "pipeline") return [1, 0, k];
     return [2, k === "platform" ? 0 : k === "solution" ? 1 : 2, k];
   }
   function compareKeys(a, b) {
@@ -74,6 +75,9 @@
         var s = parseSetting(x.run.setting);
         Object.keys(s).forEach(function (k) { if (!(k in u.setting) && s[k] !== "") u.setting[k] = String(s[k]); });
       });
+      var steps = Object.keys(u.setting).filter(function (k) { return k.indexOf("pipeline.") === 0; }).sort();
+      if (steps.length) u.setting.pipeline = steps.map(function (k) { return k.slice(9) + "=" + u.setting[k]; }).join(" ");
+      steps.forEach(function (k) { delete u.setting[k]; });
       var row = u.items[0].row;
       u.setting.platform = String(row.platform_label || row.platform || "?");
       u.setting.solution = String(row.subject || "?");
@@ -119,8 +123,14 @@
   }
 
   function settingText(u, keys) {
-    var parts = keys.filter(function (k) { return valueOf(u, k) !== ""; }).map(function (k) { return keyLabel(k) + "=" + valueOf(u, k); });
+    var parts = keys.filter(function (k) { return valueOf(u, k) !== ""; }).map(function (k) { return valueLabel(k, valueOf(u, k)); });
     return parts.join(" ") || "as declared";
+  }
+  // How a header or a setting shows key k's value v ("" : as declared).
+  function valueLabel(k, v) {
+    if (k === "platform" || k === "solution") return v || DASH;
+    if (k === "pipeline") return v ? "pipeline " + v : "pipeline as declared";
+    return keyLabel(k) + "=" + (v || "as declared");
   }
 
   // ---------------------------------------------------------------- statuses
@@ -196,11 +206,11 @@
       (notRun ? "; " + notRun + (notRun === 1 ? " cell" : " cells") + " not run" : "") + "."));
     var table = h("table", { class: "board matrix", "data-campaign": name, "data-columns": colKey, "data-rows": rowKeys.join(",") },
       h("thead", null, h("tr", null, h("th", { scope: "col" }, rowKeys.map(keyLabel).join(" \u00B7 ")),
-        cols.map(function (c) { return h("th", { scope: "col", "data-value": c }, colKey === "platform" || colKey === "solution" ? (c || DASH) : keyLabel(colKey) + "=" + (c || "as declared")); }))),
+        cols.map(function (c) { return h("th", { scope: "col", "data-value": c }, valueLabel(colKey, c)); }))),
       h("tbody", null, rowIds.map(function (r) {
         var values = JSON.parse(r);
         return h("tr", { "data-value": r }, h("th", { scope: "row" }, rowKeys.map(function (k, i) {
-          return k === "solution" || k === "platform" ? values[i] || DASH : keyLabel(k) + "=" + (values[i] || "as declared");
+          return valueLabel(k, values[i]);
         }).join(" \u00B7 ")), cols.map(function (c) {
           var list = cells[r + "\u0000" + c], status = cellStatus(list);
           return h("td", { "data-status": status, "data-column": c, "data-platform": colKey === "platform" ? c : null }, cell(list, status));
@@ -229,7 +239,7 @@
 
   function pipelineStudy(body, jobs, v) {
     var keys = v.kept.concat(v.follows.map(function (f) { return f[0]; })).sort(compareKeys);
-    var pipe = keys.filter(function (k) { return k.indexOf("pipeline.") === 0; });
+    var pipe = keys.filter(function (k) { return k === "pipeline"; });
     if (!pipe.length) return;
     var shown = keys.filter(function (k) { return k !== "platform" && k !== "solution"; });
     var base = jobs.filter(function (u) { return pipe.every(function (k) { return valueOf(u, k) === ""; }); })[0] || jobs[0];
