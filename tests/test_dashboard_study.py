@@ -23,7 +23,7 @@ import pytest
 from cr.dashboard import build, records, sample
 from cr.events import CollectingReporter, set_reporter
 from cr.platform import detect
-from cr.results.pareto import analyse, objective
+from cr.results.pareto import analyse, measure, objective
 from cr.results.validate import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -134,7 +134,7 @@ def site(tmp_path_factory):
         info = build(folder, out)
     finally:
         set_reporter(old)
-    return out, info, uids
+    return out, info, uids, folder
 
 
 def _settle(pg, timeout: float = 15.0) -> None:
@@ -160,6 +160,36 @@ def test_rows_carry_the_intervals_and_the_setting_of_a_record():
     row = dict(zip(records.FIELDS, records.summarise(val)))
     assert 0.92 < row["top1_lo"] < 0.95 < row["top1_hi"] < 0.97 and row["p50_lo"] is None
     assert json.loads(row["figures"]) == [None, None, None, None, row["top1_lo"], row["top1_hi"], 360, None]  # no hits kept
+
+
+def test_a_study_benchmarks_intervals_are_cr_results_paretos_from_its_raw_latencies(site, tmp_path):
+    """What cr tune and cr results pareto judge ties by: the p50's order statistics, not the IQR's approximation;
+    from inline latencies and from a side file alike."""
+    from helpers.dashboard import _load_js
+
+    from cr.results.latencies import SIDE_SUFFIX, encode, side_raw
+
+    folder = site[3]
+    runs = _load_js(site[0] / "data" / "runs.js", "CR_DATA_RUNS")
+    figures = dict(zip(runs["values"]["uid"], runs["values"]["figures"]))
+    rec = json.loads(next(folder.glob("*-tune-1-b.json")).read_text(encoding="utf-8"))
+    want = measure(rec, [objective("p50")], rec["raw"]["latencies_ns"])["p50"]
+    assert json.loads(figures[rec["uid"]])[:2] == [records._num(want["lo"]), records._num(want["hi"])]
+    approx = measure(rec, [objective("p50")])["p50"]
+    assert records._num(approx["lo"]) != records._num(want["lo"])  # the two differ: the raw one was used
+    # the same record with its latencies in a side file (as the store keeps them)
+    blob = encode(rec["raw"]["latencies_ns"])
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / f"{rec['uid']}{SIDE_SUFFIX}").write_bytes(blob)
+    rec["raw"] = side_raw(blob, f"{rec['uid']}{SIDE_SUFFIX}")
+    write(rec, tmp_path / "r" / f"{rec['uid']}.json")
+    old = set_reporter(CollectingReporter())
+    try:
+        build(tmp_path / "r", tmp_path / "site")
+    finally:
+        set_reporter(old)
+    runs = _load_js(tmp_path / "site" / "data" / "runs.js", "CR_DATA_RUNS")
+    assert json.loads(runs["values"]["figures"][0])[:2] == [records._num(want["lo"]), records._num(want["hi"])]
 
 
 def test_the_campaign_page_is_a_matrix_of_the_keys_its_jobs_vary(page, site):

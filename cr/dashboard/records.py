@@ -318,10 +318,11 @@ class Field(NamedTuple):
 class _Parts:
     """The parts of a record that the fields read, each looked up (and type-checked) once."""
     __slots__ = ("record", "components", "subject", "backend", "info", "config", "pipeline", "platform", "metrics",
-                 "validation", "scenario", "measured", "study")
+                 "validation", "scenario", "measured", "study", "latencies")
 
-    def __init__(self, record: dict) -> None:
+    def __init__(self, record: dict, latencies=None) -> None:
         self.record = record
+        self.latencies = latencies  # the raw latencies, where summarise was given them
         self.components = [c for c in record.get("components") or [] if isinstance(c, dict)]
         self.subject = self.components[0] if self.components else {}
         self.backend = _dict(record.get("backend"))
@@ -342,14 +343,15 @@ _INTERVALS = [OBJECTIVES[name] for name in ("p50", "throughput", "top1")]
 
 
 def _interval(p: _Parts, name: str, end: str):
-    """The lower or upper end of a figure's 95% interval, as cr.results.pareto.measure gives it
-    from what the record itself states (the p50 from its IQR and count, throughput from the mean
-    latency's stdev and count, accuracy a Wilson interval over the samples judged). The raw
-    latencies are not read: their order statistics would cost 60 times as much per record (a
-    200,000-record build: 10 s more) for an interval within a few percent of this one."""
+    """The lower or upper end of a figure's 95% interval, as cr.results.pareto.measure gives it:
+    for a campaign's or a study's benchmark from its raw latencies (the p50's order statistics,
+    as cr tune and cr results pareto take it), for any other record from what the record
+    itself states (the p50 from its IQR and count: a wider interval), throughput from the mean
+    latency's standard error, accuracy a Wilson interval over the samples judged. Reading and
+    sorting every record's raw latencies would cost a 100,000-record build a third more time."""
     if p.measured is None:
         try:
-            p.measured = measure(p.record, _INTERVALS)
+            p.measured = measure(p.record, _INTERVALS, p.latencies)
         except (TypeError, ValueError, ArithmeticError):  # a record from elsewhere may hold anything
             p.measured = {}
     figure = p.measured.get(name)
@@ -503,10 +505,29 @@ EMPTY = tuple(f.empty for f in TABLE)  # the summary of nothing (its list is sha
 _COMPUTE = tuple(f.compute for f in TABLE)
 
 
-def summarise(record: dict) -> list:
-    """The summary row of a record (FIELDS order)."""
-    parts = _Parts(record)
+def summarise(record: dict, latencies=None) -> list:
+    """The summary row of a record (FIELDS order); latencies: its raw latencies, when at hand."""
+    parts = _Parts(record, latencies)
     return [compute(parts) for compute in _COMPUTE]
+
+
+def study_latencies(record: dict, samples: bytes | None, record_path: str):
+    """The raw latencies of a campaign's or a study's benchmark (the intervals its pages judge
+    ties by: cr.results.pareto.measure with them), None for any other record or when unreadable."""
+    if record.get("action") != "benchmark" or not (isinstance(record.get("study"), dict) and record["study"]
+                                                  or isinstance(record.get("campaign"), dict)):
+        return None
+    if samples is not None:
+        return json.loads(samples)
+    raw = record.get("raw")
+    if not isinstance(raw, dict):
+        return None
+    values = raw.get("latencies_ns")
+    if values is None and raw.get("latencies_ns_file") is not None:
+        values, _ = _read_side_file(record_path, raw)
+    if not isinstance(values, (list, array)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return values
 
 
 def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
@@ -620,7 +641,7 @@ def write_bundle(bundle: str, items: list[tuple[str, str, int, int]], results_di
             out.append((None, str(exc)))
             state[path] = [mtime_ns, size, None, str(exc)]
             continue
-        summary = summarise(record)
+        summary = summarise(record, study_latencies(record, samples, path))
         summary[F["loc"]] = bundle
         out.append((summary, ""))
         state[path] = [mtime_ns, size, summary, ""]
