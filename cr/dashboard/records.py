@@ -2,8 +2,8 @@
 
 This module runs in the builder's worker processes, so it imports only the standard
 library, the raw-latency codec (cr.results.latencies), the results vocabulary
-(cr.results.summary: every label a row holds) and the bounds of cr.jsonio (all standard
-library only). Records are read by cr.jsonio's rules, with a faster parser: a
+(cr.results.summary: every label a row holds), the Pareto rule's intervals
+(cr.results.pareto.measure) and the bounds of cr.jsonio (all standard library only). Records are read by cr.jsonio's rules, with a faster parser: a
 record nested deeper than cr.jsonio.MAX_DEPTH, or holding NaN or Infinity, is skipped
 (with a warning naming it) like any other file that is not valid JSON.
 Everything here is per record and touches the record once: parse, pick the summary
