@@ -87,6 +87,15 @@ def make_study_store(folder: Path) -> dict:
         validate(f"grid-{jid}-v", "lenet-digits", backend, top1, expected, threads=threads if threads > 1 else None,
                  campaign=job("grid", jid))
 
+    # campaign "three": backend x threads x batch, benchmarks only (a full grid: no key follows another)
+    for backend in ("onnxruntime", "tflite"):
+        for threads in (1, 2):
+            for batch in (1, 8):
+                jid = f"3{backend[:4]}{threads}{batch}"
+                rec = bench(f"three-{jid}", "mnist-net", backend, 20_000 * batch / threads, threads=threads, campaign=job("three", jid))
+                rec["config"]["batch_size"] = batch
+                write(rec, next(folder.glob(f"*-three-{jid}.json")))
+
     # campaign "pipe": a pipeline study (validations only): the baseline and two overrides
     for jid, override, top1 in (("base", None, 0.9875), ("near", ("resize.interpolation", "nearest"), 0.975),
                                 ("nonorm", ("normalize.std", "[1,1,1]"), 0.50)):
@@ -213,6 +222,19 @@ def test_the_campaign_page_is_a_matrix_of_the_keys_its_jobs_vary(page, site):
     assert "5 jobs: 3 PASS, 1 FAIL (validation), 1 failed" in summary and "1 cell not run" in summary
     page.click(f"{table} td a")
     _wait(page, "() => location.hash.startsWith('#/result/') && !!document.querySelector('main[data-result]')")
+    assert not page.problems
+
+
+def test_more_than_two_varied_keys_the_first_is_columns_the_rest_rows(page, site):
+    _open(page, site, "#/campaign/three")
+    _settle(page)
+    table = "table[data-campaign=three]"
+    assert page.get_attribute(table, "data-columns") == "backend" and page.get_attribute(table, "data-rows") == "threads,batch_size"
+    rows = page.eval_on_selector_all(f"{table} tbody th", "els => els.map(e => e.textContent)")
+    assert rows == ["threads=1 \u00B7 batch=1", "threads=1 \u00B7 batch=8", "threads=2 \u00B7 batch=1", "threads=2 \u00B7 batch=8"]
+    status = page.eval_on_selector_all(f"{table} td", "els => els.map(e => e.getAttribute('data-status'))")
+    assert status == ["done"] * 8  # benchmarks without a validation
+    assert "the others combined as rows" in page.text_content("#campaign-rule")
     assert not page.problems
 
 
