@@ -374,6 +374,9 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
     for sol in sols:
         sha = component_sha256(sol["meta"])
         for point in points:
+            kept = [(name, target) for name, target in targets.items() if not excluded.excludes(point, sol["ref"], name)]
+            if not kept:  # excluded everywhere: never checked (an excluded combination may be one that cannot run)
+                continue
             what = (sol["ref"], point.get("backend"), _key(point.get("backend_options")))
             if what not in checked:
                 check_overrides(campaign, sol, point)
@@ -383,9 +386,7 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
             if what not in checked:
                 check_target(campaign, sol, point)
                 checked.add(what)
-            for name, target in targets.items():
-                if excluded.excludes(point, sol["ref"], name):
-                    continue
+            for name, target in kept:
                 target = {k: target[k] for k in ("marker", "requires") if target.get(k)}
                 for rep in range(repeat):
                     jid = job_id(sol, point, name, target, rep, actions, params)
