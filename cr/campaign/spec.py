@@ -316,7 +316,7 @@ def check_target(campaign: Campaign, sol: dict, point: dict) -> None:
     which = "pipeline" if pipeline_overrides(point) else next(
         (k for k in ("dataset", "split", "variant", "backend") if k in point), None)
     if "precision" in point:
-        from ..run.precision import PRECISIONS, existing, _conversions, _formats  # noqa: PLC2701 - one package's parts
+        from ..run.precision import PRECISIONS, backend_formats, conversions, existing
         from ..store.catalog import show
 
         if point["precision"] not in PRECISIONS:
@@ -324,9 +324,9 @@ def check_target(campaign: Campaign, sol: dict, point: dict) -> None:
                           hint=f"use one of {', '.join(PRECISIONS)}")
         try:
             model = show(sol["meta"]["model"], verify=False, prefer_repo=sol["repo"])
-            formats = _formats(backend)
+            formats = backend_formats(backend)
             if existing(model, formats, point["precision"]) is None and next(
-                    iter(_conversions(model, formats, point["precision"])), None) is None:
+                    iter(conversions(model, formats, point["precision"])), None) is None:
                 from ..run.precision import variant_for
 
                 variant_for(model["ref"], backend, point["precision"])  # raises the error naming what it has

@@ -68,7 +68,7 @@ def matches(meta: dict, precision: str) -> bool:
     return mode is None or _quantization(meta) == mode
 
 
-def _formats(backend: str) -> tuple[str, ...]:
+def backend_formats(backend: str) -> tuple[str, ...]:
     entry = registry.find(backend)  # an unknown backend: CRError naming the available ones
     try:
         formats = getattr(registry.load_class(entry), "FORMATS", None)
@@ -103,7 +103,7 @@ def existing(model: dict, formats: tuple[str, ...], precision: str) -> Variant |
     return None
 
 
-def _conversions(model: dict, formats: tuple[str, ...], precision: str):
+def conversions(model: dict, formats: tuple[str, ...], precision: str):
     """(to, source variant meta, plan, compile params) for each conversion cr compile knows
     that makes precision in a format the backend loads."""
     from ..runtime.actions.compile import plan
@@ -140,12 +140,12 @@ def variant_for(model_ref: str, backend: str, precision: str, install: bool = Fa
     model = show(model_ref if ":" in model_ref else f"model:{model_ref}", verify=False)
     if model["kind"] != "model":
         raise CRError(f"{model['ref']} is a {model['kind']}, not a model", hint="give a model ref, e.g. model:lenet-digits")
-    formats = _formats(backend)
+    formats = backend_formats(backend)
     found = existing(model, formats, precision)
     if found is not None:
         return found
     tried = []
-    for to, source, the_plan, params in _conversions(model, formats, precision):
+    for to, source, the_plan, params in conversions(model, formats, precision):
         from .compile import compile_model, output_version
 
         version = output_version(model["version"], the_plan["label"])
