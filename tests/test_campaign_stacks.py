@@ -126,3 +126,25 @@ def test_pipeline_and_split_overrides_run_on_a_copy_and_a_failed_validation_fail
     assert {r["job"]: r["validation"] for r in status} == {r["job"]: r["validation"] for r in rows}
     table = run_cr("campaign", "status", "stacks").stdout
     assert "PIPELINE.SCALE.FACTOR" in table and "FAIL" in table and "PASS" in table
+
+
+def test_a_job_whose_stack_lacks_software_fails_naming_it_and_install(repo, monkeypatch):
+    from cr.campaign import spec
+    from cr.campaign.jobs import run_here
+    from cr.resolve import plan
+
+    campaign(repo, matrix={"backend": ["torch"]})
+    (job,) = spec.expand(spec.load("stacks"))
+    real = plan.lock
+
+    def torch_missing(ref, *a, **kw):  # this machine as one without torch installed
+        the_lock = real(ref, *a, **kw)
+        if any("torch" in r for r in kw.get("requires") or ()):
+            the_lock = {**the_lock, "missing": ["torch"]}
+        return the_lock
+
+    monkeypatch.setattr(plan, "lock", torch_missing)
+    outcome = run_here(job, job.solution, init=False)
+    assert outcome["status"] == "failed" and outcome["records"] == []
+    assert "backend torch" in outcome["error"]["message"] and "not installed here: torch " in outcome["error"]["message"]
+    assert "--install" in outcome["error"]["hint"] and "cr install --lock" in outcome["error"]["hint"]
