@@ -1,4 +1,4 @@
-"""cr results: list, show, compare, export, rm, add (and reindex) over the local results store.
+"""cr results: list, show, compare, pareto, export, rm, add (and reindex) over the local results store.
 
 Imports only the store (sqlite3, json): no numerical framework, no jsonschema unless a
 record is invalid, rich only when a table is drawn on a terminal.
@@ -20,7 +20,7 @@ def _store():
     return default_store()
 
 
-def _filters(with_limit: bool):
+def _filters(with_limit: bool, by_action: bool = True):
     def decorate(f):
         options = [
             click.option("--solution", metavar="REF", help="Solution name, solution:NAME or NAME@VERSION."),
@@ -28,9 +28,23 @@ def _filters(with_limit: bool):
             click.option("--dataset", metavar="REF", help="Dataset name, dataset:NAME or NAME@VERSION."),
             click.option("--backend", cls=BackendOption, help="Backend name ({backends})."),
             click.option("--platform", help="Platform fingerprint (or its first digits) or words of its description."),
-            click.option("--action", help="benchmark, validate, run, compile, ..."),
-            click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
+        ]
+        if by_action:
+            options += [
+                click.option("--action", help="benchmark, validate, run, compile, ..."),
+                click.option("--status", type=click.Choice(["ok", "failed"]), help="Only results with this status."),
+            ]
+        options += [
             click.option("--since", metavar="DATE", help="Started at or after this ISO date/time (local time unless it says Z or +HH:MM)."),
+            click.option("--variant", help="Model variant (onnx, tflite-int8, ...)."),
+            click.option("--precision", help="Precision (fp32, fp16, int8, ...)."),
+            click.option("--split", help="Dataset split (test, train, ...)."),
+            click.option("--threads", type=click.IntRange(min=1), help="Threads the backend ran with (as the record states)."),
+            click.option("--batch-size", type=click.IntRange(min=1), help="Batch size as run."),
+            click.option("--pipeline", metavar="SHA", help="Pipeline sha256 (or its first digits)."),
+            click.option("--campaign", metavar="NAME", help="Only the results of this campaign's jobs (cr campaign run)."),
+            click.option("--campaign-job", metavar="ID", help="Only the results of this campaign job."),
+            click.option("--study", metavar="NAME", help="Only the results of this study's trials (cr tune)."),
         ]
         if with_limit:
             options.append(click.option("--limit", type=click.IntRange(min=1), help="At most this many (the newest)."))
@@ -79,30 +93,47 @@ def results() -> None:
     """
 
 
+def _stack(row: dict) -> str:
+    """'tflite/tflite-int8 (int8)': backend, variant and precision."""
+    text = "/".join(x for x in (row.get("backend"), row.get("variant")) if x)
+    return text + (f" ({row['precision']})" if row.get("precision") else "")
+
+
+def _setting(row: dict) -> str:
+    """'threads=2 batch=8 pipeline=7a8e7919 test': the configuration columns that are known."""
+    words = [f"threads={row['threads']}" if row.get("threads") else "",
+             f"batch={row['batch_size']}" if row.get("batch_size") else "",
+             f"pipeline={row['pipeline'][:8]}" if row.get("pipeline") else "", row.get("split") or ""]
+    return " ".join(w for w in words if w)
+
+
+def _origin(row: dict) -> str:
+    """'campaign NAME job 1a2b3c4d' or 'study NAME trial 3' ('' for a result run by hand)."""
+    if row.get("study"):
+        return f"study {row['study']}" + (f" trial {row['trial']}" if row.get("trial") is not None else "")
+    if row.get("campaign"):
+        return f"campaign {row['campaign']}" + (f" job {row['campaign_job'][:8]}" if row.get("campaign_job") else "")
+    return ""
+
+
 @results.command("list")
 @_filters(with_limit=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the summary of each result).")
-@click.option("--campaign", metavar="NAME", help="Only the results of this campaign's runs (cr campaign run).")
-def list_(as_json, campaign=None, **filters):
-    """List stored results, newest first."""
+def list_(as_json, **filters):
+    """List stored results, newest first, with the configuration each ran (threads as the
+    backend ran them, batch, pipeline sha256, split) and the campaign job or study trial
+    that made it."""
     rows = _store().list(**filters)
-    if campaign:
-        from ..campaign.coordinator import result_uids
-        from ..campaign.spec import load
-
-        wanted = set(result_uids(load(campaign)))
-        rows = [r for r in rows if r["uid"] in wanted]
     if as_json:
         output.emit_json(rows)
         return
     table = [[
-        r["uid"], _when(r["started"]), r["action"], _target(r),
-        "/".join(x for x in (r["backend"], r["variant"]) if x), r["platform_description"],
-        duration_text(r["p50_ns"]), duration_text(r["p99_ns"]), throughput_text(r["throughput_sps"], r["throughput_qps"]),
-        _number(r["top1"]), _status(r),
+        r["uid"], _when(r["started"]), r["action"], _target(r), _stack(r), _setting(r), _origin(r),
+        r["platform_description"], duration_text(r["p50_ns"]), duration_text(r["p99_ns"]),
+        throughput_text(r["throughput_sps"], r["throughput_qps"]), _number(r["top1"]), _status(r),
     ] for r in rows]
-    output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "PLATFORM", "P50", "P99", "THROUGHPUT", "TOP1", "STATUS"],
-                 table, empty="no stored results match")
+    output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
+                  "THROUGHPUT", "TOP1", "STATUS"], table, empty="no stored results match")
 
 
 @results.command()
@@ -220,7 +251,9 @@ def compare(uids, as_json):
     raw samples of both runs (order statistics: no seed, no resampling), or under 1%.
     Then each run against the baseline: a verdict per metric (faster / slower /
     inconclusive) from 95% bootstrap intervals of the ratio, and when a difference is
-    beyond noise, its likely causes ranked (docs/results.md).
+    beyond noise, its likely causes ranked (docs/results.md). Validate records on the
+    same samples: each accuracy delta with its 95% paired-bootstrap interval and an exact
+    McNemar test, 'significant' when p < 0.05 and the interval excludes 0.
     """
     report = _store().compare(list(uids))
     if as_json:
@@ -242,8 +275,85 @@ def compare(uids, as_json):
     output.table(header, rows, empty="no metric to compare")
     from .trust import significance_lines
 
-    for line in significance_lines(report):
+    for line in significance_lines(report) + _accuracy_lines(report):
         click.echo(line)
+
+
+def _accuracy_lines(report: dict) -> list[str]:
+    """compare's accuracy section: per pair and metric, both values, the delta with its 95%
+    interval, McNemar's p and the verdict; or why no paired test was run."""
+    tests = report.get("accuracy") or []
+    if not tests:
+        return []
+    rules = {t["rule"] for t in tests if t.get("comparable")}
+    lines = ["accuracy, paired sample by sample" + (f": {rules.pop()}" if len(rules) == 1 else "") + ":"]
+    said = set()
+    for t in tests:
+        a, b = (str(u or "?")[:16] for u in t["uids"])
+        if t.get("pipeline") and b not in said:
+            said.add(b)
+            lines.append(output.clean(f"  {b} vs baseline {a}  pipeline differs: " + "; ".join(t["pipeline"])))
+        name = {"top1": "top-1", "top5": "top-5"}.get(t["metric"], t["metric"])
+        if not t.get("comparable"):
+            lines.append(output.clean(f"  {b} vs baseline {a}  {name}: no paired test: {t['reason']}"))
+            continue
+        lo, hi = t["interval"]
+        d = t["discordant"]
+        lines.append(output.clean(
+            f"  {b} vs baseline {a}  {name} {t['values'][0]:.4f} -> {t['values'][1]:.4f}  delta {t['delta']:+.4f}"
+            f" (95% {lo:+.4f} .. {hi:+.4f})  McNemar p {t['mcnemar_p']:.3g} ({d['a_only']} right only in {a[:8]},"
+            f" {d['b_only']} only in {b[:8]}, of {t['samples']})  {t['verdict']}"))
+    return lines
+
+
+@results.command()
+@click.option("--objective", "objectives", multiple=True, required=True, metavar="NAME",
+              help="What to rank by, repeatable: p50, p90, p99, throughput, memory, energy (lower/higher is better as "
+                   "each says), top1, top5, map.")
+@click.option("--min-effect", type=click.FloatRange(min=0.0), default=0.01, show_default=True,
+              help="A difference smaller than this share of a value never beats it.")
+@_filters(with_limit=False, by_action=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (every point with its values, intervals and status).")
+def pareto(objectives, min_effect, as_json, **filters):
+    """The Pareto front of stored results over the chosen objectives.
+
+    One point per configuration: a benchmark joined with the validate of the same stack
+    (platform, model, backend, variant, precision, pipeline, split; accuracy does not
+    depend on threads or batch), the newest run of each. Every value has its 95% interval;
+    a point beats another on an objective only beyond both intervals and 1%, so points
+    within noise are tied, not dominated (docs/results.md).
+    """
+    from ..results.frontier import report as frontier
+
+    report = frontier(_store(), list(objectives), min_effect=min_effect, **filters)
+    if as_json:
+        output.emit_json(report)
+        return
+    objs = report["objectives"]
+    header = ["STATUS", "CONFIGURATION"] + [f"{o['label'].upper()} ({o['better']})" for o in objs] + ["VS", "RESULTS"]
+    rows = []
+    for p in report["points"]:
+        cells = []
+        for o in objs:
+            v = p["values"].get(o["name"])
+            cells.append(_figure(o["unit"], v) if v else f"- ({p['missing'].get(o['name'], 'not measured')})")
+        vs = ("tied with " + ", ".join(p["tied_with"]) if p["tied_with"] else
+              f"dominated by {p['dominated_by']}" if p["dominated_by"] else "")
+        uids = " ".join(u[:8] for u in (p["records"]["benchmark"], p["records"]["validate"]) if u)
+        rows.append([p["status"], p["label"]] + cells + [vs, uids + (f" ({p['runs']} runs)" if p["runs"] > 1 else "")])
+    output.table(header, rows)
+    click.echo(output.clean(f"front: {len(report['front'])} of {len(report['points'])} configuration(s) "
+                            f"({report['records']} result(s) read); rule: {report['rule']}"))
+    if report.get("join"):
+        click.echo(output.clean(f"join: {report['join']}"))
+
+
+def _figure(unit: str, value: dict) -> str:
+    """'12.30 us [11.90 us, 12.80 us]': a value and its 95% interval."""
+    text = metric_text(unit, value["value"]) + (" J" if unit == "J" else "")
+    if value["lo"] == value["hi"]:
+        return text
+    return f"{text} [{metric_text(unit, value['lo'])}, {metric_text(unit, value['hi'])}]"
 
 
 @results.command()

@@ -18,8 +18,9 @@ of two runs A (the baseline, first) and B:
 Without raw samples the p50 falls back to the record's IQR and count (se of a median
 ~ 1.2533 * sigma / sqrt(n), sigma ~ IQR / 1.349) and the mean to its stdev and count;
 higher percentiles are then not judged. Single-stream throughput is one query at a time,
-so its relative noise is that of the mean latency; other throughputs and accuracies are
-not judged (None).
+so its relative noise is that of the mean latency; other throughputs are not judged (None).
+Accuracies are judged sample by sample in the report's "accuracy" section (cr.results.accuracy:
+exact McNemar and a paired bootstrap), not here.
 """
 from __future__ import annotations
 
@@ -122,7 +123,9 @@ def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
 
     Returns {"baseline": uid, "uids": [...], "metrics": [{"metric", "label", "unit",
     "better", "values", "rel_diff", "within_noise", "interval", "method"}], "config":
-    config_comparison(records), "notes": [...], "significance": cr.results.significance.report()}
+    config_comparison(records), "notes": [...], "significance": cr.results.significance.report(),
+    "accuracy": cr.results.accuracy.section() (validate records: the paired test of each against the
+    baseline's top-1/top-5, or the reason none was run; None when the baseline is no validate record)}
     (bootstrap verdicts faster/slower/inconclusive per metric, likely causes; notes name what differs besides the
     metrics: platforms, models, and every configuration field, 'config differs: threads 1 vs 2');
     rel_diff, within_noise and interval are None for the baseline and where unknown;
@@ -155,10 +158,12 @@ def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
             "interval": interval, "method": ", ".join(sorted(methods)) or None,
         })
     config = config_comparison(records)
+    from .accuracy import section as accuracy
     from .significance import report as significance
 
     return {"baseline": records[0].get("uid"), "uids": [r.get("uid") for r in records], "metrics": rows,
-            "config": config, "notes": _notes(records, config), "significance": significance(records, latencies)}
+            "config": config, "notes": _notes(records, config), "significance": significance(records, latencies),
+            "accuracy": accuracy(records)}
 
 
 def config_comparison(records: list[dict]) -> list[dict]:

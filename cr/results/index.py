@@ -21,13 +21,17 @@ from .files import uid_of_file
 from .summary import COLUMNS, since_utc
 
 INDEX_FILE = "index.sqlite"
-INDEX_FORMAT = "3"  # another format: the index is dropped and rebuilt from the files (3: one platform label)
+# another format: the index is dropped and rebuilt from the files (3: one platform label;
+# 4: the configuration columns, campaign job and study)
+INDEX_FORMAT = "4"
 
 ROW = ("uid", "file", "mtime_ns", "size", "action", "status", "started", "ended", "solution", "solution_name",
-       "model", "model_name", "dataset", "dataset_name", "backend", "variant", "precision", "platform",
-       "platform_description", "scenario", "p50_ns", "p99_ns", "throughput_qps", "throughput_sps",
-       "top1", "top5", "outcome", "validity", "samples", "error")
+       "model", "model_name", "dataset", "dataset_name", "split", "backend", "variant", "precision", "threads",
+       "batch_size", "pipeline", "platform", "platform_description", "scenario", "p50_ns", "p99_ns", "throughput_qps",
+       "throughput_sps", "top1", "top5", "outcome", "validity", "samples", "error", "campaign", "campaign_job",
+       "study", "trial")
 _REAL = ("p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5")
+_INTEGER = ("samples", "threads", "batch_size")
 SUMMARY_SELECT = ", ".join(COLUMNS)
 UPSERT = f"INSERT OR REPLACE INTO results ({', '.join(ROW)}) VALUES ({', '.join('?' * len(ROW))})"
 
@@ -35,13 +39,15 @@ UPSERT = f"INSERT OR REPLACE INTO results ({', '.join(ROW)}) VALUES ({', '.join(
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS results (
     uid TEXT PRIMARY KEY, file TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    {", ".join(f"{c} {'REAL' if c in _REAL else 'INTEGER' if c == 'samples' else 'TEXT'}" for c in ROW[4:])}
+    {", ".join(f"{c} {'REAL' if c in _REAL else 'INTEGER' if c in _INTEGER else 'TEXT'}" for c in ROW[4:])}
 );
 CREATE INDEX IF NOT EXISTS results_started ON results(started, uid);
 CREATE INDEX IF NOT EXISTS results_solution ON results(solution_name, started, uid);
 CREATE INDEX IF NOT EXISTS results_model ON results(model_name, started, uid);
 CREATE INDEX IF NOT EXISTS results_backend ON results(backend, started, uid);
 CREATE INDEX IF NOT EXISTS results_platform ON results(platform, started, uid);
+CREATE INDEX IF NOT EXISTS results_campaign ON results(campaign, started, uid);
+CREATE INDEX IF NOT EXISTS results_study ON results(study, started, uid);
 CREATE TABLE IF NOT EXISTS invalid (file TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, problem TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS dirs (shard TEXT PRIMARY KEY, stamp TEXT NOT NULL);
 """
@@ -126,10 +132,17 @@ def where(**filters) -> tuple[str, list]:
     # A handful of backends each hold a large share of the rows: with a solution, model
     # or dataset given, '+' keeps SQLite from choosing the backend index over theirs.
     plus = "+" if clauses else ""
-    for column in ("backend", "action", "status"):
+    for column in ("backend", "action", "status", "variant", "precision", "split", "campaign", "campaign_job", "study"):
         if filters.get(column):
             clauses.append(f"{plus if column == 'backend' else ''}{column} = ?")
             args.append(filters[column])
+    for column in ("threads", "batch_size"):
+        if filters.get(column) is not None:
+            clauses.append(f"{column} = ?")
+            args.append(int(filters[column]))
+    if filters.get("pipeline"):  # a sha256 or its first digits
+        clauses.append("pipeline LIKE ? ESCAPE '\\'")
+        args.append(_like(filters["pipeline"].strip().lower()) + "%")
     if filters.get("platform"):
         p = filters["platform"].strip()
         clauses.append("(platform LIKE ? ESCAPE '\\' OR platform_description LIKE ? ESCAPE '\\')")

@@ -57,6 +57,9 @@ from .files import UID, int64s, load, read_side, record_bytes, record_file, same
 from .index import INDEX_FILE
 from .latencies import SIDE_SUFFIX, encode, side_raw
 from .summary import COLUMNS, summarize
+
+# list()'s filters on the configuration and origin columns (cr.results.index.where)
+CONFIG_FILTERS = ("variant", "precision", "split", "threads", "batch_size", "pipeline", "campaign", "campaign_job", "study")
 from .traces import trace_file
 from .validate import InvalidResult, problems
 
@@ -478,18 +481,25 @@ class ResultStore:
     @_recovering
     def list(self, solution: str | None = None, model: str | None = None, backend: str | None = None,
              platform: str | None = None, action: str | None = None, status: str | None = None,
-             since: str | None = None, limit: int | None = None, dataset: str | None = None) -> list[dict]:
+             since: str | None = None, limit: int | None = None, dataset: str | None = None,
+             **config) -> list[dict]:
         """Summaries (cr.results.summary.COLUMNS, file as a path) of the matching results, newest first.
 
         solution/model/dataset: a name, kind:name or [kind:]name@version; platform: a
         fingerprint (or its first digits) or words of the description ('aarch64', 'H200');
-        since: an ISO date or date-time (local time unless it names its zone).
+        since: an ISO date or date-time (local time unless it names its zone); config: the
+        configuration and origin columns, equal to the value given (CONFIG_FILTERS: variant,
+        precision, split, threads, batch_size, campaign, campaign_job, study; pipeline: a
+        sha256 or its first digits).
         """
+        unknown = sorted(set(config) - set(CONFIG_FILTERS))
+        if unknown:
+            raise TypeError(f"list() got unexpected filters {unknown}")
         db = self._refresh()
         if db is None:
             return []
         where, args = index.where(solution=solution, model=model, dataset=dataset, backend=backend, platform=platform,
-                             action=action, status=status, since=since)
+                             action=action, status=status, since=since, **config)
         if limit is not None and limit < 1:
             raise CRError(f"limit must be at least 1, found {limit}")
         sql = f"SELECT {index.SUMMARY_SELECT}, mtime_ns, size FROM results {where} ORDER BY started DESC, uid DESC"

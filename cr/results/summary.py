@@ -13,7 +13,8 @@ dashboard and campaigns word the same run the same way:
 - values: value_text (a parameter's value), duration_text / throughput_text / metric_text
   (measured figures with their units);
 - the summary of a record: COLUMNS / summarize, what the index keeps per result, list
-  shows and CSV holds.
+  shows and CSV holds: its configuration as run (effective_threads: the threads the
+  backend ran with) and where it came from (a campaign job, a study's trial).
 
 Every value is read defensively (a record imported from elsewhere may lack a part or hold
 another type there): what is missing or of the wrong type is None, never an exception.
@@ -29,10 +30,13 @@ import re
 from dataclasses import dataclass
 
 # Summary columns, in the order `cr results export --format csv` writes them.
+# The configuration columns (split .. batch_size, pipeline) and where a result came from
+# (campaign .. trial) let stored results answer "which stack" without reading every record.
 COLUMNS = (
-    "uid", "action", "status", "started", "ended", "solution", "model", "dataset", "backend",
-    "variant", "precision", "platform", "platform_description", "scenario", "p50_ns", "p99_ns",
-    "throughput_qps", "throughput_sps", "top1", "top5", "outcome", "validity", "samples", "error", "file",
+    "uid", "action", "status", "started", "ended", "solution", "model", "dataset", "split", "backend",
+    "variant", "precision", "threads", "batch_size", "pipeline", "platform", "platform_description", "scenario",
+    "p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5", "outcome", "validity", "samples", "error",
+    "campaign", "campaign_job", "study", "trial", "file",
 )
 
 
@@ -265,6 +269,33 @@ def _batch_size(record, config: dict):
             or _get(record, "inputs", "batch_size", kind=int))
 
 
+def _count(value) -> int | None:
+    """A positive count as given (an int, or a float or text that holds one), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def effective_threads(record) -> int | None:
+    """The threads the backend ran with, as the record states them, first found of:
+    record["threads"] (the effective value, where cr states it), the backend's own report
+    (backend.info.threads: torch, tflite, tensorflow), its own thread option given
+    (backend_options.intra_op_threads: onnxruntime takes it over threads), config.threads,
+    backend_options.threads; None when nothing says (the framework's default)."""
+    options = _backend_options(record) or {}
+    config = _get(record, "config", kind=dict) or {}
+    for value in (record.get("threads") if isinstance(record, dict) else None, _get(record, "backend", "info", "threads"),
+                  options.get("intra_op_threads"), config.get("threads"), options.get("threads")):
+        threads = _count(value)
+        if threads is not None:
+            return threads
+    return None
+
+
 def config_fields(record) -> dict:
     """{field: value} of CONFIG_FIELDS for a record, as run (defensive: anything missing is None)."""
     config = _get(record, "config", kind=dict) or {}
@@ -434,4 +465,21 @@ def summarize(record: dict) -> dict:
         "validity": _get(metrics, "validity", kind=str),
         "samples": samples,
         "error": _get(error, "message", kind=str) if error else None,
+        "split": _get(config, "split", kind=str) or _get(record, "inputs", "split", kind=str),
+        "threads": effective_threads(record),
+        "batch_size": _count(_batch_size(record, config)),
+        "pipeline": _get(pipeline, "sha256", kind=str),
+        "campaign": _get(record, "campaign", "name", kind=str),
+        "campaign_job": _get(record, "campaign", "job", kind=str),
+        "study": _get(record, "study", "name", kind=str),
+        "trial": _trial(_get(record, "study", "trial")),
     }
+
+
+def _trial(value) -> str | None:
+    """A study's trial number or name as text (Optuna numbers them; a text column holds both)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, str)):
+        return str(value)[:60]
+    return None

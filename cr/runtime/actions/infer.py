@@ -187,21 +187,46 @@ def _check(name: str, value: float, expected: dict | None) -> dict:
             "allowed": allowed, "diff": value - want, "ok": abs(value - want) <= allowed + 1e-12}
 
 
+def sample_hits(ids: list, hits: dict) -> dict:
+    """Which samples a metric got right, compactly, so that two records can be compared
+    sample by sample (a paired test, cr.results.accuracy):
+
+        {"encoding": "bitset-lsb0-base64", "count": n, "ids": [sample ids in order],
+         "ids_sha256": sha256 of the ids joined by newlines (UTF-8), "top1": bitset, "top5": bitset}
+
+    A bitset holds sample i's hit in bit i % 8 (least significant first) of byte i // 8,
+    base64-encoded: 360 samples take 60 characters."""
+    import base64
+    import hashlib
+
+    ids = [str(i) for i in ids]
+    out = {"encoding": "bitset-lsb0-base64", "count": len(ids), "ids": ids,
+           "ids_sha256": hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()}
+    for name, values in hits.items():
+        packed = bytearray((len(values) + 7) // 8)
+        for i, hit in enumerate(values):
+            if hit:
+                packed[i // 8] |= 1 << (i % 8)
+        out[name] = base64.b64encode(bytes(packed)).decode("ascii")
+    return out
+
+
 def _classification(rows, expected: dict, k: int = 5) -> tuple[dict, list]:
     import numpy as np
 
     labelled = [(s, post) for s, _raw, post in rows if s.label is not None]
-    top1 = top5 = 0
+    hits1, hits5 = [], []
     misses = []
     for sample, post in labelled:
         scores = np.asarray(post[0]).reshape(-1)
         order = np.argsort(-scores, kind="stable")[:k]
-        top1 += int(order[0] == sample.label)
-        top5 += int(sample.label in order)
+        hits1.append(bool(order[0] == sample.label))
+        hits5.append(bool(sample.label in order))
         if order[0] != sample.label and len(misses) < 20:
             misses.append({"id": sample.id, "label": sample.label, "predicted": int(order[0])})
     n = len(labelled)
-    metrics = {"task": "classification", "samples": n, "top1": top1 / n, "top5": top5 / n, "misses": misses}
+    metrics = {"task": "classification", "samples": n, "top1": sum(hits1) / n, "top5": sum(hits5) / n, "misses": misses,
+               "hits": sample_hits([s.id for s, _post in labelled], {"top1": hits1, "top5": hits5})}
     checks = [_check(m, metrics[m], expected.get(m)) for m in ("top1", "top5") if m in expected]
     return metrics, checks
 
