@@ -114,6 +114,12 @@ def test_pipeline_and_split_overrides_run_on_a_copy_and_a_failed_validation_fail
     assert by_factor[0.0]["state"] == "failed" and by_factor[0.0]["validation"] == "FAIL"  # all-zero inputs: one class
     assert by_factor[0.0]["top1"] < 0.5 < by_factor[0.0625]["top1"]
     assert "validation FAIL: top1" in by_factor[0.0]["error"]
+    # the study's paired test: the first job is the baseline; all-zero inputs lose ~0.88 top-1 on the same 360 samples
+    assert by_factor[0.0625]["significance"]["verdict"] == "baseline"
+    sig = by_factor[0.0]["significance"]
+    assert sig["baseline"] == by_factor[0.0625]["job"] and sig["verdict"] == "significant", sig
+    assert sig["mcnemar_p"] < 1e-6 and sig["interval"][1] < 0 < -sig["delta"]
+    assert any("scale" in step for step in sig["pipeline"]), sig["pipeline"]
     assert "Error: 1 job(s) of campaign:stacks" in done.stderr and "pipeline.scale.factor=0" in done.stderr
     records = {r: json.loads(run_cr("results", "show", by_factor[r]["results"][0], "--json").stdout) for r in by_factor}
     assert records[0.0]["config"]["pipeline_overrides"] == {"scale.factor": 0.0}
@@ -126,6 +132,7 @@ def test_pipeline_and_split_overrides_run_on_a_copy_and_a_failed_validation_fail
     assert {r["job"]: r["validation"] for r in status} == {r["job"]: r["validation"] for r in rows}
     table = run_cr("campaign", "status", "stacks").stdout
     assert "PIPELINE.SCALE.FACTOR" in table and "FAIL" in table and "PASS" in table
+    assert "SIGNIFICANCE" in table and "significant (p" in table and "McNemar" in table  # the column and its rule
 
 
 def test_a_job_whose_stack_lacks_software_fails_naming_it_and_install(repo, monkeypatch):

@@ -120,8 +120,39 @@ def joined(rows: list[dict], jobs: list[CampaignJob], records_of=None) -> list[d
         verdicts = [verdict(r) for r in records if verdict(r) is not None]
         validation = "FAIL" if "FAIL" in verdicts else ("PASS" if verdicts else None)
         out.append({**row, "varied": varied, **key_metrics(records), "validation": validation,
-                    "significance": row.get("significance")})
-    return out
+                    "significance": row.get("significance"), "_validate": next((r for r in records if r.get("action") == "validate"), None)})
+    return _with_significance(out)
+
+
+def _with_significance(rows: list[dict]) -> list[dict]:
+    """Each row's top-1 against the baseline row's, paired sample by sample
+    (cr.results.accuracy.paired: exact McNemar + paired bootstrap), when two or more rows
+    have a validation that kept its per-sample hits. The baseline is the first such row (the
+    first job of the expansion: every matrix key at its first value). The row's
+    "significance" becomes {"baseline": job, "verdict", "delta", "interval", "mcnemar_p",
+    "pipeline": [the pipeline steps that differ], "rule"} or {"baseline", "reason"} when the
+    two cannot be paired (other samples)."""
+    from ..results.accuracy import paired, pipeline_differences
+
+    def strip(rows):
+        return [{k: v for k, v in r.items() if k != "_validate"} for r in rows]
+
+    judged = [r for r in rows if r.get("_validate") and ((r["_validate"].get("validation") or {}).get("hits"))]
+    if len(judged) < 2:
+        return strip(rows)
+    base = judged[0]
+    for r in judged:
+        if r is base:
+            r["significance"] = {"baseline": r.get("job"), "verdict": "baseline"}
+            continue
+        test = paired(base["_validate"], r["_validate"], "top1")
+        if test.get("comparable"):
+            r["significance"] = {"baseline": base.get("job"), "verdict": test["verdict"], "delta": test["delta"],
+                                 "interval": test["interval"], "mcnemar_p": test["mcnemar_p"],
+                                 "pipeline": pipeline_differences(base["_validate"], r["_validate"]), "rule": test["rule"]}
+        else:
+            r["significance"] = {"baseline": base.get("job"), "verdict": "not paired", "reason": test.get("reason")}
+    return strip(rows)
 
 
 def varied_keys(rows: list[dict]) -> list[str]:

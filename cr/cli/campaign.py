@@ -115,7 +115,7 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
                  "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}/s",
                  "" if r.get("top1") is None else f"{r['top1']:.4f}"]
         if significance:
-            line.append(_cell(r.get("significance")))
+            line.append(_significance_cell(r.get("significance")))
         if status_view:
             line.append(str(r.get("attempts") or 0))
         line += [", ".join(r.get("results") or [])[:35], (r.get("error") or r.get("reason") or "")[:200]]
@@ -126,6 +126,19 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
     if status_view:
         headers.insert(0, "JOB")
     output.table(headers, table, title=title, empty="no job")
+    rule = next((r["significance"]["rule"] for r in rows if (r.get("significance") or {}).get("rule")), None)
+    if rule:
+        base = next(r["significance"]["baseline"] for r in rows if (r.get("significance") or {}).get("rule"))
+        output.echo(f"SIGNIFICANCE: each job's top-1 against job {base} (baseline), on the same samples; {rule}")
+
+
+def _significance_cell(s: dict | None) -> str:
+    """'+0.0125 significant (p 0.031)', 'baseline', 'not paired' or ''."""
+    if not s:
+        return ""
+    if "delta" not in s:
+        return s.get("verdict") or ""
+    return f"{s['delta']:+.4f} {s['verdict']} (p {s['mcnemar_p']:.3g})"
 
 
 class _Progress:
