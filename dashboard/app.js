@@ -8,8 +8,8 @@
  * (columns, plots, page sections), then this file. See dashboard/README.md: adding a view.
  *
  * Routes: "#/<view id>[/<argument>]", today #/leaderboard, #/pareto, #/result/<uid>,
- * #/compare/<uid>,<uid>[,...], #/campaign[/<name>]; an empty hash is the leaderboard.
- * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, paretoPoints, pareto, errors).
+ * #/compare/<uid>,<uid>[,...], #/campaign[/<name>], #/study[/<name>]; an empty hash is the leaderboard.
+ * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, paretoPoints, pareto, campaign, study, errors).
  */
 (function () {
   "use strict";

@@ -247,8 +247,13 @@ def test_a_worker_with_a_missing_platform_root(run_cr, tmp_path):
     _refused(run_cr("worker", "--scheduler", "127.0.0.1:1", "--platform-root", tmp_path / "nope"), "platform root", "nope")
 
 
-def test_a_matrix_backend_that_refuses_the_solutions_own_options(repo, run_cr):
+def test_a_matrix_backend_gets_only_the_solutions_thread_count_and_refuses_options_it_lacks(repo, run_cr):
+    # the solution's intra_op_threads is onnxruntime's: a job on another backend keeps its thread
+    # count only (as threads, cr.run.target.carried_options), so it expands
     campaign(repo, solutions=["solution:lenet-digits-onnxruntime"], matrix={"backend": ["null"]})
-    done = run_cr("campaign", "show", "sweep", "--jobs")
-    _refused(done, "/matrix/backend", "intra_op_threads", "lenet-digits-onnxruntime")
+    assert run_cr("campaign", "show", "sweep", "--jobs").returncode == 0
+    campaign(repo, "opts", solutions=["solution:lenet-digits-onnxruntime"], matrix={"backend": ["null"]},
+             include=[{"backend": "null", "backend_options": {"intra_op_threads": 2}}])
+    done = run_cr("campaign", "show", "opts", "--jobs")
+    _refused(done, "/matrix/backend_options", "intra_op_threads", "lenet-digits-onnxruntime")
     assert "sleep_ms" in done.stderr

@@ -86,7 +86,8 @@ def state(events: list[dict]) -> dict[str, dict]:
             s.update(state="done", worker=e.get("worker"), results=list(e.get("results") or []), error=None, reason=None)
             s.pop("storing", None)
         elif kind in ("failed", "unplaceable", "skipped"):
-            s.update(state=kind, error=e.get("error"), reason=e.get("reason"), worker=e.get("worker") or s["worker"])
+            s.update(state=kind, error=e.get("error"), reason=e.get("reason"), worker=e.get("worker") or s["worker"],
+                     results=list(e.get("results") or []))  # a failed job's records (a FAIL validation) are stored too
             s.pop("storing", None)
         elif kind == "interrupted":
             if s["state"] == "running":

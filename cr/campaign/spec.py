@@ -20,10 +20,30 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import CRError, NotFound
 
-MATRIX_KEYS = ("backend", "variant", "threads", "batch_size", "scenario", "engine", "backend_options")
+MATRIX_KEYS = ("backend", "variant", "precision", "dataset", "split", "threads", "batch_size", "scenario", "engine",
+               "backend_options")
 # matrix keys that are parameters of the actions (the rest choose what runs: run_action's kw)
 PARAM_KEYS = ("threads", "batch_size", "scenario", "engine")
+# matrix keys that choose what runs (run_declared's keywords); with a pipeline key, a job that
+# sets one runs in the environment of its own target (cr.run.solution.run_declared)
+TARGET_KEYS = ("backend", "variant", "precision", "dataset", "split", "backend_options")
+# "pipeline.STEP.PARAM": a parameter of the model's pipeline step STEP (its first step of that op)
+PIPELINE = "pipeline."
 ANY = "any"
+
+
+def is_matrix_key(key: str) -> bool:
+    return key in MATRIX_KEYS or (isinstance(key, str) and key.startswith(PIPELINE))
+
+
+def key_order(key: str) -> tuple:
+    """The order of a job's keys: MATRIX_KEYS's, then the pipeline keys by name."""
+    return (MATRIX_KEYS.index(key), "") if key in MATRIX_KEYS else (len(MATRIX_KEYS), key)
+
+
+def pipeline_overrides(overrides: dict) -> dict:
+    """{"resize.interpolation": "nearest"} of a job's {"pipeline.resize.interpolation": "nearest"}."""
+    return {k[len(PIPELINE):]: v for k, v in overrides.items() if isinstance(k, str) and k.startswith(PIPELINE)}
 
 
 @dataclass
@@ -94,7 +114,7 @@ class CampaignJob:
         from ..results.summary import field_name, value_text
 
         parts = []
-        for key in MATRIX_KEYS:
+        for key in sorted((k for k in self.overrides if is_matrix_key(k)), key=key_order):
             if key in self.overrides:
                 value = self.overrides[key]
                 shown = json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, dict) else value_text(value)
@@ -181,11 +201,11 @@ def _points(campaign: Campaign) -> list[dict]:
     """The matrix's combinations, then each `include` entry not already among them (one set
     lookup each: 20,000 entries took 80 s when each was compared with every point)."""
     matrix = campaign.meta.get("matrix") or {}
-    keys = sorted(matrix, key=MATRIX_KEYS.index)
+    keys = sorted(matrix, key=key_order)
     points = [dict(zip(keys, values)) for values in itertools.product(*(matrix[k] for k in keys))]
     seen = {_key(p) for p in points}
     for entry in campaign.meta.get("include") or []:
-        point = {k: v for k, v in entry.items() if k in MATRIX_KEYS}
+        point = {k: v for k, v in entry.items() if is_matrix_key(k)}
         if point and _key(point) not in seen:
             seen.add(_key(point))
             points.append(point)
@@ -254,6 +274,10 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
     except CRError as exc:
         raise CRError(f"{_where(campaign, '/matrix/backend')}: {exc.message}", hint=exc.hint) from None
     own = sol["meta"].get("backend_options") or {}
+    if backend != sol["meta"].get("backend"):  # another backend keeps only the solution's thread count (as threads)
+        from ..run.target import carried_options
+
+        own = carried_options(sol["meta"], entry)
     options = {**own, **(point.get("backend_options") or {})}  # what the run gets: cr.run.target.prepare merges them
     if options:
         try:
@@ -269,6 +293,54 @@ def check_overrides(campaign: Campaign, sol: dict, point: dict) -> None:
 
         trust.require(code_option_items(show(campaign.ref, verify=False), entry, point["backend_options"]),
                       f"expanding {campaign.ref}")
+
+
+def check_target(campaign: Campaign, sol: dict, point: dict) -> None:
+    """CRError (naming the campaign's file and the matrix key) for a job that cannot run as
+    asked, before anything runs: a dataset that is not here, a precision no variant has and
+    no conversion makes for the job's backend, a pipeline key naming no step of the model's
+    pipeline, `threads` and the backend's own thread option both set to different values."""
+    from ..run.target import prepare, threads_option
+    from ..runtime import registry
+
+    backend = point.get("backend") or sol["meta"].get("backend")
+    options = point.get("backend_options") or {}
+    if backend and "threads" in point:
+        alias = threads_option(registry.find(backend))
+        given = {k: options[k] for k in (alias, "threads") if k and options.get(k) is not None}
+        clash = {k: v for k, v in given.items() if str(v) != str(point["threads"])}
+        if clash:
+            raise CRError(f"{_where(campaign, '/matrix/threads')}: threads={point['threads']} and backend_options "
+                          + " ".join(f"{k}={v}" for k, v in clash.items()) + " in one job: one setting, two values",
+                          hint=f"vary threads only (it sets {alias or 'the backend threads'}), or only the backend option")
+    which = "pipeline" if pipeline_overrides(point) else next(
+        (k for k in ("dataset", "split", "variant", "backend") if k in point), None)
+    if "precision" in point:
+        from ..run.precision import PRECISIONS, backend_formats, conversions, existing
+        from ..store.catalog import show
+
+        if point["precision"] not in PRECISIONS:
+            raise CRError(f"{_where(campaign, '/matrix/precision')}: unknown precision {point['precision']!r}",
+                          hint=f"use one of {', '.join(PRECISIONS)}")
+        try:
+            model = show(sol["meta"]["model"], verify=False, prefer_repo=sol["repo"])
+            formats = backend_formats(backend)
+            if existing(model, formats, point["precision"]) is None and next(
+                    iter(conversions(model, formats, point["precision"])), None) is None:
+                from ..run.precision import variant_for
+
+                variant_for(model["ref"], backend, point["precision"])  # raises the error naming what it has
+        except CRError as exc:
+            raise CRError(f"{_where(campaign, '/matrix/precision')}: {exc.message}", hint=exc.hint) from None
+    if which is None:
+        return
+    try:
+        prepare(sol["ref"], "validate", point.get("backend"), point.get("variant"), point.get("dataset"),
+                point.get("split"), options or None, layered=False, pipeline=pipeline_overrides(point) or None)
+    except CRError as exc:
+        key = next((k for k in point if str(k).startswith(PIPELINE) and k[len(PIPELINE):] in exc.message), None) \
+            or ("dataset" if "dataset" in point and str(point["dataset"]) in exc.message else which)
+        raise type(exc)(f"{_where(campaign, '/matrix/' + key)}: {exc.message}", hint=exc.hint) from None
 
 
 def job_id(sol: dict, overrides: dict, platform: str, target: dict, repetition: int, actions, params: dict) -> str:
@@ -302,13 +374,19 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
     for sol in sols:
         sha = component_sha256(sol["meta"])
         for point in points:
+            kept = [(name, target) for name, target in targets.items() if not excluded.excludes(point, sol["ref"], name)]
+            if not kept:  # excluded everywhere: never checked (an excluded combination may be one that cannot run)
+                continue
             what = (sol["ref"], point.get("backend"), _key(point.get("backend_options")))
             if what not in checked:
                 check_overrides(campaign, sol, point)
                 checked.add(what)
-            for name, target in targets.items():
-                if excluded.excludes(point, sol["ref"], name):
-                    continue
+            what = (sol["ref"], _key({k: v for k, v in point.items() if k in TARGET_KEYS or k == "threads"
+                                      or str(k).startswith(PIPELINE)}))
+            if what not in checked:
+                check_target(campaign, sol, point)
+                checked.add(what)
+            for name, target in kept:
                 target = {k: target[k] for k in ("marker", "requires") if target.get(k)}
                 for rep in range(repeat):
                     jid = job_id(sol, point, name, target, rep, actions, params)
@@ -320,11 +398,14 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
 
 
 def run_kwargs(job: CampaignJob) -> tuple[dict, dict]:
-    """(overrides per action for run_declared, its backend/variant/backend_options kw) of a job."""
+    """(overrides per action for run_declared, its keywords: backend, variant, precision,
+    dataset, split, backend_options, pipeline ({"resize.interpolation": ...})) of a job."""
     from ..run.hooks import actions_for
     from ..store.catalog import show
 
-    kw = {k: job.overrides[k] for k in ("backend", "variant", "backend_options") if k in job.overrides}
+    kw = {k: job.overrides[k] for k in TARGET_KEYS if k in job.overrides}
+    if pipeline_overrides(job.overrides):
+        kw["pipeline"] = pipeline_overrides(job.overrides)
     given = {k: job.overrides[k] for k in PARAM_KEYS if k in job.overrides}
     overrides = {}
     for action in actions_for("solution"):  # every action a solution may declare (their metas' applies_to)

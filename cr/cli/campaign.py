@@ -87,14 +87,58 @@ def _ms(ns) -> str:
     return "" if ns is None else f"{ns / 1e6:.4f} ms"
 
 
-def _summary(rows: list[dict], title: str) -> None:
-    table = [[r["solution"].split(":", 1)[-1], r["platform"], r["setting"] + (f" #{r['repetition']}" if r["repetition"] else ""),
-              r["state"] + (" (earlier)" if r.get("earlier") else ""), r.get("worker") or "", _ms(r.get("p50_ns")),
-              "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}/s",
-              "" if r.get("top1") is None else f"{r['top1']:.4f}", ", ".join(r.get("results") or [])[:35],
-              (r.get("error") or r.get("reason") or "")[:200]] for r in rows]
-    output.table(["SOLUTION", "PLATFORM", "SETTING", "STATUS", "WORKER", "P50", "THROUGHPUT", "TOP1", "RESULTS", "WHY"],
-                 table, title=title, empty="no job")
+def _cell(value) -> str:
+    import json
+
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
+
+
+def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
+    """One row per job (cr.campaign.jobs.joined): the varied keys as columns, its state, p50,
+    throughput, top-1 and the validation's PASS/FAIL against the expectations (a FAIL fails
+    the job); SIGNIFICANCE appears once a study report fills it (a paired test of each job's
+    accuracy against the baseline job's)."""
+    from ..campaign.jobs import varied_keys
+    from ..results.summary import field_name
+
+    keys = varied_keys(rows)
+    significance = any(r.get("significance") is not None for r in rows)
+    table = []
+    for r in rows:
+        line = [r["solution"].split(":", 1)[-1], r["platform"], *[_cell((r.get("varied") or {}).get(k)) for k in keys]]
+        if status_view:
+            line.insert(0, r["job"])
+        line += [str(r.get("repetition") or ""), r["state"] + (" (earlier)" if r.get("earlier") else ""),
+                 r.get("validation") or "", r.get("worker") or "", _ms(r.get("p50_ns")),
+                 "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}/s",
+                 "" if r.get("top1") is None else f"{r['top1']:.4f}"]
+        if significance:
+            line.append(_significance_cell(r.get("significance")))
+        if status_view:
+            line.append(str(r.get("attempts") or 0))
+        line += [", ".join(r.get("results") or [])[:35], (r.get("error") or r.get("reason") or "")[:200]]
+        table.append(line)
+    headers = ["SOLUTION", "PLATFORM", *[field_name(k).upper() for k in keys], "REP", "STATUS", "VALIDATION", "WORKER",
+               "P50", "THROUGHPUT", "TOP1", *(["SIGNIFICANCE"] if significance else []),
+               *(["ATTEMPTS"] if status_view else []), "RESULTS", "WHY"]
+    if status_view:
+        headers.insert(0, "JOB")
+    output.table(headers, table, title=title, empty="no job")
+    rule = next((r["significance"]["rule"] for r in rows if (r.get("significance") or {}).get("rule")), None)
+    if rule:
+        base = next(r["significance"]["baseline"] for r in rows if (r.get("significance") or {}).get("rule"))
+        output.echo(f"SIGNIFICANCE: each job's top-1 against job {base} (baseline), on the same samples; {rule}")
+
+
+def _significance_cell(s: dict | None) -> str:
+    """'+0.0125 significant (p 0.031)', 'baseline', 'not paired' or ''."""
+    if not s:
+        return ""
+    if "delta" not in s:
+        return s.get("verdict") or ""
+    return f"{s['delta']:+.4f} {s['verdict']} (p {s['mcnemar_p']:.3g})"
 
 
 class _Progress:
@@ -201,11 +245,14 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--connect-timeout", type=float, help="dask: seconds to wait for the scheduler to answer  [default: 10.0]")
 @_tls_options
 @_insecure_option
+@click.option("--install", is_flag=True, help="Install the software a job's own stack (backend, variant, precision) "
+              "lacks; without it such a job fails naming what is missing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the per-job summary as JSON.")
 @click.pass_context
 def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retries, wait_for_workers, timeout,
-        connect_timeout, tls_ca_file, tls_cert, tls_key, insecure, as_json):
-    """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any job failed.
+        connect_timeout, tls_ca_file, tls_cert, tls_key, insecure, install, as_json):
+    """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any
+    job failed (a validation that FAILs its expectations fails its job).
 
     The executor's options come from -E NAME=VALUE, and for the dask executor from its
     flags (--scheduler, --retries, ...): docs/campaigns.md."""
@@ -218,6 +265,8 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
     flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key,
                               insecure or None)))
     options.update({k: v for k, v in flags.items() if v is not None})
+    if install:
+        options["install"] = True
     chosen = executors.make(executor_name(executor, options), options)  # its options checked before anything runs
     c = spec.load(name)
     jobs = spec.expand(c)
@@ -246,7 +295,9 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
         click.echo(f"Interrupted: {the_run.progress.line()}; cr campaign run {name} resumes.", err=True)
         raise SystemExit(130)
     progress.end()
-    rows = the_run.summary()
+    from ..campaign.jobs import joined
+
+    rows = joined(the_run.summary(), jobs)
     if as_json:
         output.emit_json(rows)
     else:
@@ -254,8 +305,8 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
     if the_run.failed_any():
         bad = [r for r in rows if r["state"] in ("failed", "unplaceable")]
         first = bad[0]
-        raise CRError(f"{len(bad)} job(s) of {c.ref} did not succeed; first: {first['solution']} on {first['platform']}: "
-                      f"{first['state']}: {first.get('error') or first.get('reason')}",
+        raise CRError(f"{len(bad)} job(s) of {c.ref} did not succeed; first: {first['solution']} on {first['platform']} "
+                      f"[{first['setting']}]: {first['state']}: {first.get('error') or first.get('reason')}",
                       hint=f"cr campaign status {name} shows every job; fix and run again (finished jobs are skipped)")
 
 
@@ -264,18 +315,18 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
 @click.option("--watch", is_flag=True, help="Show it again every 2 s until every job is final (Ctrl-C stops).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(name, watch, as_json):
-    """Per job: platform, state, attempts, worker, result uids or the error."""
-    from ..api import campaign_status
+    """Per job: the varied keys, state, validation PASS/FAIL, p50, throughput, top-1, attempts,
+    worker, result uids or the error."""
+    from ..api import campaign_status, expand_campaign
+    from ..campaign.jobs import joined
 
+    jobs = expand_campaign(name)
     while True:
-        rows = campaign_status(name)
+        rows = joined(campaign_status(name), jobs)
         if as_json:
             output.emit_json(rows)
         else:
-            output.table(["JOB", "SOLUTION", "PLATFORM", "SETTING", "STATE", "ATTEMPTS", "WORKER", "RESULTS / WHY"],
-                         [[r["job"], r["solution"].split(":", 1)[-1], r["platform"], r["setting"], r["state"], r["attempts"],
-                           r["worker"] or "", ", ".join(r["results"]) or r["error"] or r["reason"] or ""] for r in rows],
-                         title=f"campaign {name}")
+            _summary(rows, f"campaign {name}", status_view=True)
         if not watch or all(r["state"] in ("done", "failed", "unplaceable", "skipped") for r in rows):
             return
         time.sleep(2)

@@ -2,8 +2,8 @@
 
 This module runs in the builder's worker processes, so it imports only the standard
 library, the raw-latency codec (cr.results.latencies), the results vocabulary
-(cr.results.summary: every label a row holds) and the bounds of cr.jsonio (all standard
-library only). Records are read by cr.jsonio's rules, with a faster parser: a
+(cr.results.summary: every label a row holds), the Pareto rule's intervals
+(cr.results.pareto.measure) and the bounds of cr.jsonio (all standard library only). Records are read by cr.jsonio's rules, with a faster parser: a
 record nested deeper than cr.jsonio.MAX_DEPTH, or holding NaN or Infinity, is skipped
 (with a warning naming it) like any other file that is not valid JSON.
 Everything here is per record and touches the record once: parse, pick the summary
@@ -31,7 +31,8 @@ from typing import Callable, NamedTuple
 from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
-from ..results.summary import config_label, dataset_label, platform_description
+from ..results.pareto import OBJECTIVES, measure
+from ..results.summary import config_label, dataset_label, effective_threads, platform_description, value_text
 from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 
 # Result uids become keys in the detail files and URL parts (#/result/<uid>): the record format
@@ -317,10 +318,11 @@ class Field(NamedTuple):
 class _Parts:
     """The parts of a record that the fields read, each looked up (and type-checked) once."""
     __slots__ = ("record", "components", "subject", "backend", "info", "config", "pipeline", "platform", "metrics",
-                 "validation", "scenario")
+                 "validation", "scenario", "measured", "study", "latencies")
 
-    def __init__(self, record: dict) -> None:
+    def __init__(self, record: dict, latencies=None) -> None:
         self.record = record
+        self.latencies = latencies  # the raw latencies, where summarise was given them
         self.components = [c for c in record.get("components") or [] if isinstance(c, dict)]
         self.subject = self.components[0] if self.components else {}
         self.backend = _dict(record.get("backend"))
@@ -332,6 +334,102 @@ class _Parts:
         self.validation = _dict(record.get("validation"))
         self.scenario = _str(self.metrics.get("scenario")
                              or (self.config.get("scenario") if record.get("action") == "benchmark" else ""), 40)
+        self.measured = None  # the 95% intervals (_interval), worked out when first asked for
+        self.study = _dict(record.get("study"))
+
+
+# The figures whose 95% intervals the rows carry, for the Pareto rule (cr.results.pareto).
+_INTERVALS = [OBJECTIVES[name] for name in ("p50", "throughput", "top1")]
+
+
+def _interval(p: _Parts, name: str, end: str):
+    """The lower or upper end of a figure's 95% interval, as cr.results.pareto.measure gives it:
+    for a campaign's or a study's benchmark from its raw latencies (the p50's order statistics,
+    as cr tune and cr results pareto take it), for any other record from what the record
+    itself states (the p50 from its IQR and count: a wider interval), throughput from the mean
+    latency's standard error, accuracy a Wilson interval over the samples judged. Reading and
+    sorting every record's raw latencies would cost a 100,000-record build a third more time."""
+    if p.measured is None:
+        try:
+            p.measured = measure(p.record, _INTERVALS, p.latencies)
+        except (TypeError, ValueError, ArithmeticError):  # a record from elsewhere may hold anything
+            p.measured = {}
+    figure = p.measured.get(name)
+    return _num(figure[end]) if figure else None
+
+
+# What a campaign's matrix, a study or a pipeline study varies, read from what the record
+# says ran (a campaign record carries its job's id, not the job's overrides): the keys of
+# SETTING_KEYS, then each pipeline step parameter (a config key "pipeline.STEP.PARAM", or
+# config.pipeline / pipeline.overrides as {"STEP.PARAM": value}).
+SETTING_KEYS = ("backend", "variant", "precision", "threads", "batch_size", "scenario", "engine", "backend_options",
+                "dataset", "split")
+
+
+def _setting(p: _Parts) -> str:
+    """The record's setting as compact JSON {key: value as labels show it} ('' when none)."""
+    config, pipeline = p.config, p.pipeline
+    values = {
+        "backend": p.backend.get("name") or config.get("backend"),
+        "variant": pipeline.get("variant") or config.get("variant"),
+        "precision": pipeline.get("precision") or config.get("precision"),
+        "scenario": p.scenario or None,
+        "batch_size": config.get("batch_size"),
+        "threads": effective_threads(p.record),  # as the backend ran (the record's own statement first)
+        "dataset": config.get("dataset") or _dict(p.record.get("inputs")).get("dataset"),
+        "split": config.get("split") or _dict(p.record.get("inputs")).get("split"),
+    }
+    out = {}
+    for key in SETTING_KEYS:
+        value = values[key] if key in values else config.get(key)
+        if value is None or value == "" or value == {}:
+            continue
+        if key == "dataset" and isinstance(value, str) and value.startswith("dataset:"):
+            value = value[len("dataset:"):]
+        out[key] = value_text(value)
+    steps = {}
+    for source in (pipeline.get("overrides"), config.get("pipeline")):
+        if isinstance(source, dict):
+            steps.update({f"pipeline.{k}": v for k, v in source.items()})
+    for k in config:
+        if k[:9] == "pipeline.":
+            steps[k] = config[k]
+    for key in sorted(steps)[:20]:
+        out[key[:80]] = value_text(steps[key])
+    return _SETTING_JSON(out) if out else ""
+
+
+_SETTING_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # one encoder (json.dumps with options builds one a call)
+
+
+def _in_study(p: _Parts) -> bool:
+    """The record comes from a campaign or a tune run (the views that compare settings read it)."""
+    return bool(p.study) or isinstance(p.record.get("campaign"), dict)
+
+
+FIGURES = ("p50_lo", "p50_hi", "throughput_lo", "throughput_hi", "top1_lo", "top1_hi", "samples", "hits")
+
+
+def _figures(p: _Parts) -> str:
+    """The run list's figures of a campaign's or study's record: the FIGURES as a JSON list
+    (intervals as _interval gives them, the number of samples a validation judged, and
+    "hits": the first 16 digits of the sha256 of the sample ids whose per-sample
+    correctness the validation kept (cr.results.accuracy: two records with the same can be
+    paired), else null)."""
+    values = [_interval(p, name[:-3], name[-2:]) for name in FIGURES[:-2]]
+    values.append(_num(p.validation.get("samples")))
+    hits = _dict(p.validation.get("hits"))
+    ids = hits.get("ids_sha256")
+    values.append(ids[:16] if isinstance(ids, str) and hits.get("top1") is not None else None)
+    return _SETTING_JSON(values)
+
+
+def _study_mark(study: dict) -> str:
+    """What a study's record says of its trial: 'recommended' (its study picked it) and/or
+    'infeasible' (a constraint excluded it)."""
+    marks = [m for m, on in (("recommended", study.get("recommended") is True),
+                             ("infeasible", study.get("feasible") is False)) if on]
+    return " ".join(marks)
 
 
 def _latency(p: _Parts, key: str):
@@ -369,7 +467,7 @@ TABLE = (
     Field("energy_j", "number", lambda p: _energy(p.metrics), row="bench"),
     Field("top1", "number", lambda p: _num(p.validation.get("top1")), row="validate", runs=True),
     Field("top5", "number", lambda p: _num(p.validation.get("top5")), row="validate"),
-    Field("outcome", "text", lambda p: _str(p.validation.get("outcome"), 40), row="validate"),
+    Field("outcome", "text", lambda p: _str(p.validation.get("outcome"), 40), row="validate", runs=True),
     Field("validity", "text", lambda p: _str(p.metrics.get("validity"), 40), row="bench"),
     Field("error", "id", lambda p: _str(_dict(p.record.get("error")).get("message"), 300), row="error", runs=True),
     Field("tags", "list", lambda p: [_str(t, 100) for t in (p.record.get("tags") or [])[:20]], row="tags"),
@@ -384,6 +482,22 @@ TABLE = (
     # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
     Field("ap", "number", lambda p: _num(p.validation.get("ap")), row="validate"),
     Field("ap50", "number", lambda p: _num(p.validation.get("ap50")), row="validate"),
+    # 95% intervals of the Pareto plot's figures (cr.results.pareto's rule decides ties with them)
+    Field("p50_lo", "number", lambda p: _interval(p, "p50", "lo"), row="bench"),
+    Field("p50_hi", "number", lambda p: _interval(p, "p50", "hi"), row="bench"),
+    Field("throughput_lo", "number", lambda p: _interval(p, "throughput", "lo"), row="bench"),
+    Field("throughput_hi", "number", lambda p: _interval(p, "throughput", "hi"), row="bench"),
+    Field("top1_lo", "number", lambda p: _interval(p, "top1", "lo"), row="validate"),
+    Field("top1_hi", "number", lambda p: _interval(p, "top1", "hi"), row="validate"),
+    # campaigns and studies: the job that made the record, the tune run (record["study"]: name,
+    # trial) and what the study said of the trial; for their records only (the others' are
+    # blank: the run list stays small): what ran (_setting) and the figures with intervals
+    Field("campaign_job", "id", lambda p: _str(_dict(p.record.get("campaign")).get("job"), 80), runs=True),
+    Field("study", "text", lambda p: _str(p.study.get("name"), 130), row="bench validate", runs=True),
+    Field("trial", "id", lambda p: _str(p.study.get("trial"), 40), runs=True),
+    Field("study_mark", "text", lambda p: _study_mark(p.study), runs=True),
+    Field("setting", "text", lambda p: _setting(p) if _in_study(p) else "", runs=True),
+    Field("figures", "id", lambda p: _figures(p) if _in_study(p) else "", runs=True),
 )
 FIELDS = tuple(f.name for f in TABLE)
 F = {name: i for i, name in enumerate(FIELDS)}
@@ -391,10 +505,29 @@ EMPTY = tuple(f.empty for f in TABLE)  # the summary of nothing (its list is sha
 _COMPUTE = tuple(f.compute for f in TABLE)
 
 
-def summarise(record: dict) -> list:
-    """The summary row of a record (FIELDS order)."""
-    parts = _Parts(record)
+def summarise(record: dict, latencies=None) -> list:
+    """The summary row of a record (FIELDS order); latencies: its raw latencies, when at hand."""
+    parts = _Parts(record, latencies)
     return [compute(parts) for compute in _COMPUTE]
+
+
+def study_latencies(record: dict, samples: bytes | None, record_path: str):
+    """The raw latencies of a campaign's or a study's benchmark (the intervals its pages judge
+    ties by: cr.results.pareto.measure with them), None for any other record or when unreadable."""
+    if record.get("action") != "benchmark" or not (isinstance(record.get("study"), dict) and record["study"]
+                                                  or isinstance(record.get("campaign"), dict)):
+        return None
+    if samples is not None:
+        return json.loads(samples)
+    raw = record.get("raw")
+    if not isinstance(raw, dict):
+        return None
+    values = raw.get("latencies_ns")
+    if values is None and raw.get("latencies_ns_file") is not None:
+        values, _ = _read_side_file(record_path, raw)
+    if not isinstance(values, (list, array)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return values
 
 
 def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
@@ -508,7 +641,7 @@ def write_bundle(bundle: str, items: list[tuple[str, str, int, int]], results_di
             out.append((None, str(exc)))
             state[path] = [mtime_ns, size, None, str(exc)]
             continue
-        summary = summarise(record)
+        summary = summarise(record, study_latencies(record, samples, path))
         summary[F["loc"]] = bundle
         out.append((summary, ""))
         state[path] = [mtime_ns, size, summary, ""]

@@ -81,7 +81,7 @@ class ActionHost:
     needs_backend = True
 
     def settle(self, run: ActionRun) -> None:
-        from .target import merged_params, model_target, prepare
+        from .target import merged_params, model_target, prepare, settle_threads
 
         if run.target is None:
             if self.needs_backend or run.backend is not None:
@@ -90,6 +90,7 @@ class ActionHost:
             else:
                 run.target = model_target(run.ref, run.action, run.variant, run.dataset, run.split)
         run.params = merged_params(run.action_ref, run.info["meta"], *run.target.layers, run.given)
+        settle_threads(run.target, run.params, run.backend_options, run.given)  # one knob: threads vs the backend's own
 
     def check(self, run: ActionRun) -> None:
         pass
@@ -105,8 +106,10 @@ class ActionHost:
     def config(self, run: ActionRun) -> dict:
         t = run.target
         backend = {"backend": t.entry.name, "backend_options": t.options} if t.entry is not None else {}
+        from .target import config_notes
+
         return {**run.params, **backend, "variant": t.meta.get("variant"),
-                "dataset": t.dataset["ref"] if t.dataset else None, "split": t.split}
+                "dataset": t.dataset["ref"] if t.dataset else None, "split": t.split, **config_notes(t)}
 
     def before_launch(self, run: ActionRun, job, record: dict) -> None:
         pass

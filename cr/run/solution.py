@@ -321,36 +321,67 @@ def declared(meta: dict, only: str | None = None) -> list[dict]:
 
 
 def run_declared(ref: str, only: str | None = None, overrides: dict | None = None, store: bool = True,
-                 output_dir: str | Path | None = None, lock: str | Path | None = None, **kw) -> list[dict]:
+                 output_dir: str | Path | None = None, lock: str | Path | None = None, install: bool = False,
+                 precision: str | None = None, pipeline: dict | None = None, **kw) -> list[dict]:
     """Run the solution's declared actions (or only one kind) inside its lock; store each result.
 
     overrides: {action name: params} laid over that action's declared params (the command
     line's options); lock: a lock file of this solution to run in instead of the one
     resolved here (CRError when it is not a reefkit lock, or a lock of another component);
-    kw: run_action's backend/variant/dataset/split/backend_options. When the store does not
-    take a result, every action still runs, then NotStored carries all the records.
+    kw: run_action's backend/variant/dataset/split/backend_options; precision: fp32, int8,
+    int8-dynamic, ... (cr.run.precision.variant_for: an existing variant, else one cr
+    compile makes once); pipeline: step overrides ({"resize.interpolation": "nearest"})
+    laid over a copy of the model's pipeline.
+
+    A run whose backend, variant, precision or dataset differs from what the solution
+    declares runs in the environment of its own target, as `cr validate --parity` does:
+    the lock of what running the model on that backend needs here (cr.run.target.model_lock,
+    cached per distinct set of software: a second job on the same stack resolves nothing).
+    Missing software is installed with install=True, else one CRError names it and the
+    command that installs it. When the store does not take a result, every action still
+    runs, then NotStored carries all the records.
     """
+    from dataclasses import replace
+
+    from .target import prepare
+
     sol = catalog.show(ref, verify=False)
     if sol["kind"] != "solution":
         raise CRError(f"{sol['ref']} is a {sol['kind']}, not a solution")
     check_platform(sol["meta"], sol["ref"])
+    kw = {k: v for k, v in kw.items() if v is not None}
+    model_ref = compiled_ref(sol["meta"], sol["repo"])
+    if precision is not None:
+        from .precision import variant_for
+
+        backend = kw.get("backend") or sol["meta"].get("backend")
+        chosen = variant_for(model_ref or sol["meta"]["model"], backend, precision, install=install)
+        if kw.get("variant") not in (None, str(chosen)):
+            raise CRError(f"variant {kw['variant']!r} and precision {precision} were both asked for; the {precision} "
+                          f"variant for {backend} is {chosen!r} ({chosen.model_ref})",
+                          hint="vary one of them: precision chooses the variant")
+        model_ref, kw["variant"] = chosen.model_ref, str(chosen)
+    base = prepare(sol["ref"], only or "benchmark", layered=False, model_ref=model_ref, pipeline=pipeline, **kw)
     if lock is not None:
-        the_lock, lock_file = given_lock(Path(lock), sol)
+        _the_lock, lock_file = given_lock(Path(lock), sol)
+    elif own_stack(sol, base, kw):
+        lock_file = job_lock(sol, base, install)
     else:
         the_lock = plan.lock(sol["ref"])
         lock_file = the_lock["path"]
-    if the_lock.get("missing"):
-        raise CRError(f"{sol['ref']} needs software that is not installed here: {', '.join(the_lock['missing'])}",
-                      hint=f"install it first: cr init solution {sol['name']} (or cr install software {the_lock['missing'][0]})")
-    model_ref = compiled_ref(sol["meta"], sol["repo"])
+        if the_lock.get("missing"):
+            raise CRError(f"{sol['ref']} needs software that is not installed here: {', '.join(the_lock['missing'])}",
+                          hint=f"install it first: cr init solution {sol['name']} (or cr install software {the_lock['missing'][0]})")
     records, unstored = [], []
     for i, act in enumerate(declared(sol["meta"], only)):
         out = Path(output_dir) / f"{act['action']}-{i}.json" if output_dir else None
         given = (overrides or {}).get(act["action"]) or {}
-        # the lock resolved (or given) above: each action runs in it without resolving again
+        # the target settled above, with this action's declared params as its layer (below the
+        # caller's), in the lock resolved (or given) above: nothing is settled or resolved again
+        target = replace(base, layers=[act.get("params") or {}], options=dict(base.options), notes={})
         try:
-            record = run_action(act["action"], sol["ref"], params={**(act.get("params") or {}), **given},
-                                layered=False, model_ref=model_ref, lock=lock_file, output=out, store=store, **kw)
+            record = run_action(act["action"], sol["ref"], params=given, target=target, lock=lock_file, output=out,
+                                store=store, backend_options=kw.get("backend_options"), install=install)
         except NotStored as exc:
             unstored.append(exc)
             record = exc.records[0]
@@ -358,6 +389,35 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
     if unstored:
         raise NotStored.combine(unstored, records)
     return records
+
+
+def own_stack(sol: dict, target, kw: dict) -> bool:
+    """Whether a run of the solution with kw runs another stack than the one it declares (its
+    backend, variant, model version or dataset differs), so its lock is not the solution's."""
+    meta = sol["meta"]
+    declared_variant = (meta.get("pipeline") or {}).get("variant")
+    declared_model = compiled_ref(meta, sol["repo"]) or catalog.show(meta["model"], verify=False, prefer_repo=sol["repo"])["ref"]
+    declared_dataset = catalog.show(meta["dataset"], verify=False, prefer_repo=sol["repo"])["ref"] if meta.get("dataset") else None
+    return (target.entry is not None and target.entry.name != meta.get("backend")) \
+        or (declared_variant is not None and target.meta.get("variant") != declared_variant) \
+        or target.model["ref"] != declared_model \
+        or (kw.get("dataset") is not None and (target.dataset or {}).get("ref") != declared_dataset)
+
+
+def job_lock(sol: dict, target, install: bool = False) -> str | None:
+    """The lock file of what running target (another stack than the solution's) needs here:
+    the model's deps, the runtime, the backend's and the pipeline steps' software, and the
+    dataset's own software deps (cr.run.target.model_lock: resolved once per distinct set,
+    then reused). None falls back to the solution's lock (no recipe offers the backend here:
+    the run then fails in the backend's own words)."""
+    from .target import model_lock, run_requirements
+
+    extra = tuple(d for d in ((target.dataset or {}).get("meta") or {}).get("deps") or []
+                  if isinstance(d, str) and d.startswith("software:"))
+    backend = target.entry.name if target.entry is not None else "no backend"
+    the_lock = model_lock(target.model["ref"], run_requirements(target, extra),
+                          f"{sol['ref']} on backend {backend} (variant {target.meta.get('variant')})", install)
+    return the_lock["path"] if the_lock is not None else plan.lock(sol["ref"])["path"]
 
 
 def given_lock(path: Path, sol: dict) -> tuple[dict, Path]:

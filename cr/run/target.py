@@ -31,6 +31,9 @@ class Target:
     dataset: dict | None
     split: str | None
     layers: list = field(default_factory=list)
+    own_options: dict = field(default_factory=dict)  # the solution's own backend_options (a default, below the caller's)
+    pipeline: dict = field(default_factory=dict)  # step overrides laid over the model's pipeline ({"resize.interpolation": ...})
+    notes: dict = field(default_factory=dict)  # what the record's config states besides the params (settle_threads)
 
     @property
     def components(self) -> list[dict]:
@@ -73,12 +76,14 @@ def _formats(entry: registry.BackendEntry):
 
 def prepare(ref: str, action: str, backend: str | None = None, variant: str | None = None,
             dataset: str | None = None, split: str | None = None, backend_options: dict | None = None,
-            layered: bool = True, model_ref: str | None = None) -> Target:
+            layered: bool = True, model_ref: str | None = None, pipeline: dict | None = None) -> Target:
     """Settle model, variant, backend, dataset and per-action solution params for ref.
 
     layered=False leaves out the solution's own params for the action (the caller runs one
     declared action and passes its params); model_ref replaces the solution's model (the
-    version its declared compile produced).
+    version its declared compile produced); pipeline: step overrides ({"resize.interpolation":
+    "nearest"}) laid over a copy of the variant's steps (cr.runtime.pipeline.with_overrides:
+    a key naming no step of this pipeline is a CRError naming the steps it has).
     """
     from ..store.catalog import show
 
@@ -90,9 +95,16 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         if not sol.get("model"):
             raise CRError(f"{target['ref']} names no model", hint="add \"model\": \"model:NAME@VERSION\" to its meta")
         model = show(model_ref or sol["model"], verify=False, prefer_repo=target["repo"])  # its own copies first
+        declared = (sol.get("pipeline") or {}).get("variant")
+        if variant is None and declared and backend and backend != sol.get("backend") and model_ref is None:
+            variant = _declared_if_loadable(model, declared, registry.find(backend))  # another backend: its own variant
+        elif variant is None and model_ref is None:
+            variant = declared
         backend = backend or sol.get("backend")
         options.update(sol.get("backend_options") or {})
-        variant = variant or (sol.get("pipeline") or {}).get("variant")
+        own_options = dict(options)
+        if backend != sol.get("backend"):  # another backend's options are not this one's: only its thread count carries
+            options, own_options = {}, carried_options(sol, registry.find(backend))
         dataset = dataset or sol.get("dataset")
         if layered:
             layers = [a.get("params") or {} for a in sol.get("actions") or [] if a.get("action") == action]
@@ -108,6 +120,13 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
     if target["kind"] == "model" and variant is None and formats is not None:
         model = target = _loadable_version(ref, model, formats)
     meta = variants.choose(model["meta"], formats, variant, backend=f"backend {backend!r}", ref=model["ref"])
+    if pipeline:
+        from ..runtime.pipeline import PipelineError, with_overrides
+
+        try:
+            meta = with_overrides(meta, pipeline)
+        except PipelineError as exc:
+            raise CRError(f"{exc.message} ({model['ref']} variant {meta.get('variant')})", hint=exc.hint) from None
     if target["kind"] == "solution" and target["meta"].get("expected"):  # the solution's expectations win
         meta["expected"] = {**(meta.get("expected") or {}), **target["meta"]["expected"]}
     model_dataset = model["meta"].get("dataset") or {}
@@ -124,7 +143,98 @@ def prepare(ref: str, action: str, backend: str | None = None, variant: str | No
         from ..store import trust
 
         trust.require(code_option_items(target, entry, target["meta"].get("backend_options") or {}), f"running {target['ref']}")
-    return Target(target, model, meta, entry, options, ds, split, layers)
+    out = Target(target, model, meta, entry, options, ds, split, layers, pipeline=dict(pipeline or {}))
+    if target["kind"] == "solution":
+        out.own_options = own_options
+    return out
+
+
+def carried_options(sol: dict, entry: registry.BackendEntry) -> dict:
+    """The solution's backend_options a job on another backend (entry) keeps: its thread
+    count, as `threads` (every backend takes it); the rest belongs to the solution's backend."""
+    own = sol.get("backend_options") or {}
+    try:
+        alias = threads_option(registry.find(sol["backend"])) if sol.get("backend") else None
+    except CRError:
+        alias = None
+    value = next((own[k] for k in (alias, "threads") if k and own.get(k) is not None), None)
+    return {"threads": value} if value is not None else {}
+
+
+def _declared_if_loadable(model: dict, name: str, entry: registry.BackendEntry) -> str | None:
+    """A solution's declared variant when the other backend a job asks for loads it, else
+    None (the backend's own choice: cr.runtime.variants.choose prefers fp32)."""
+    formats = _formats(entry)
+    try:
+        meta = variants.effective(model["meta"], name)
+    except CRError:
+        return None
+    return name if formats is None or meta.get("format") in formats else None
+
+
+def threads_option(entry: registry.BackendEntry | None) -> str | None:
+    """The backend's own option for what `threads` sets (onnxruntime: intra_op_threads), if it has one."""
+    if entry is None:
+        return None
+    try:
+        return getattr(registry.load_class(entry), "THREADS_OPTION", None)
+    except registry.BackendError:
+        return None
+
+
+def _thread_value(options: dict, alias: str | None, who: str) -> tuple[object, str | None]:
+    """(the thread count options set, the option's name) ; CRError when they set two different ones."""
+    found = {k: options[k] for k in ("threads", alias) if k and options.get(k) is not None}
+    if len(set(map(str, found.values()))) > 1:
+        raise CRError(f"{who} set {' and '.join(f'{k}={v}' for k, v in found.items())}: one setting, two values",
+                      hint=f"give one of them ({alias} is the backend's name for threads)")
+    return next(iter(found.items()), (None, None))[::-1]
+
+
+def settle_threads(target: Target, params: dict, given_options: dict | None, given_params: dict | None) -> None:
+    """One knob for the backend's compute threads: `threads` (a parameter of the action) and
+    the backend's own option for it (THREADS_OPTION: onnxruntime's intra_op_threads) are one
+    setting. Precedence, most explicit first: the caller's backend options (-O, a campaign's
+    backend_options), the threads parameter (--threads, a campaign's threads, the solution's
+    action params), the solution's own backend_options. The caller giving both with different
+    values is refused (CRError naming both). The effective value is written into params
+    ("threads") and into the options the backend gets, and target.notes["threads_overrode"]
+    records each value it replaced ({"backend_options.intra_op_threads": 1}), so a record's
+    config states the count the backend ran with. Changes params and target.options in place."""
+    alias = threads_option(target.entry)
+    if target.entry is None:
+        return
+    caller, caller_key = _thread_value(given_options or {}, alias, "the backend options given")
+    given = (given_params or {}).get("threads")
+    if caller is not None and given is not None and str(caller) != str(given):
+        raise CRError(f"threads={given} and backend option {caller_key}={caller} were both given: one setting, two values",
+                      hint=f"give one of them (--threads, or -O {caller_key}=N); they set the same thing")
+    own, own_key = _thread_value(target.own_options, alias, f"{target.target['ref']}'s backend_options")
+    own_key = own_key if own_key in target.options else f"{own_key} (carried from the solution's backend)"
+    param = params.get("threads")
+    effective = next((v for v in (caller, param, own) if v is not None), None)
+    if effective is None:
+        return
+    overrode = {}
+    if param is not None and str(param) != str(effective):
+        overrode["threads"] = param
+    if own is not None and str(own) != str(effective) and caller is None:
+        overrode[f"backend_options.{own_key}"] = own
+    params["threads"] = effective
+    for key in ("threads", alias):
+        if key and key in target.options:
+            target.options[key] = effective
+    if overrode:
+        target.notes["threads_overrode"] = overrode
+
+
+def config_notes(target: Target) -> dict:
+    """What a record's config states about the target besides the params: the pipeline
+    overrides that ran, the thread settings the effective one replaced."""
+    out = dict(target.notes)
+    if target.pipeline:
+        out["pipeline_overrides"] = dict(target.pipeline)
+    return out
 
 
 def code_option_items(info: dict, entry: registry.BackendEntry, options: dict) -> list:

@@ -305,6 +305,49 @@ POST = {
 }
 
 
+# ------------------------------------------------------------ overrides of a model's steps
+
+def step_ops(meta: dict) -> list[str]:
+    """The ops of the meta's preprocess then postprocess steps, in order (what an override can address)."""
+    return [step.get("op") for stage in ("preprocess", "postprocess") for step in meta.get(stage) or []
+            if isinstance(step, dict)]
+
+
+def with_overrides(meta: dict, overrides: dict) -> dict:
+    """A copy of meta whose steps carry overrides ({"resize.interpolation": "nearest",
+    "normalize.mean": [...]}: STEP.PARAM -> value; the step is the first of that op, in
+    preprocess then postprocess). meta itself is left as it was. PipelineError naming the
+    key and the steps the pipeline has when no step has that op, or the op has no such
+    parameter (the value itself is checked when the step runs, as a declared one is)."""
+    import copy
+    import inspect
+
+    if not overrides:
+        return meta
+    out = copy.deepcopy(meta)
+    for key, value in overrides.items():
+        op, _, param = str(key).partition(".")
+        steps = [(stage, step) for stage in ("preprocess", "postprocess") for step in out.get(stage) or []
+                 if isinstance(step, dict) and step.get("op") == op]
+        have = ", ".join(dict.fromkeys(str(o) for o in step_ops(meta))) or "none"
+        if not param or "." in param:
+            raise PipelineError(f"pipeline.{key}: expected pipeline.STEP.PARAM (e.g. pipeline.resize.interpolation)",
+                                hint=f"this model's pipeline has the steps: {have}")
+        if not steps:
+            raise PipelineError(f"pipeline.{key}: this model's pipeline has no {op} step",
+                                hint=f"its steps: {have} (an override changes a step the model declares; it adds none)")
+        stage, step = steps[0]
+        fn = (PRE if stage == "preprocess" else POST).get(op)
+        if fn is not None and param not in step:
+            sig = inspect.signature(fn).parameters
+            named = [n for n, p in list(sig.items())[1:] if p.kind is not p.VAR_KEYWORD]
+            if not any(p.kind is p.VAR_KEYWORD for p in sig.values()) and param not in named:
+                raise PipelineError(f"pipeline.{key}: the {op} step has no parameter {param!r}",
+                                    hint=f"{op} takes: {', '.join(named) or 'no parameter'}")
+        step[param] = value
+    return out
+
+
 class Pipeline:
     """A validated step list; ``stage`` is "preprocess" or "postprocess"."""
 

@@ -1,9 +1,12 @@
 /* reefkit results dashboard: the Pareto plot view (#/pareto).
  *
  * What can go on an axis is a table of measures (C.measures: name -> {title, better, log,
- * percent, what, word, get(row)}), what can be plotted a table of plots (C.plots: {id,
- * label, x, y: measure names, accuracy: frontiers per dataset rather than per scenario});
- * detection.js adds AP50 to both.
+ * percent, what, word, get(row), fig(row): the figure with its 95% interval in the row's
+ * units}), what can be plotted a table of plots (C.plots: {id, label, x, y: measure names,
+ * accuracy: frontiers per dataset rather than per scenario}); detection.js adds AP50 to both.
+ * Which points are on a frontier is cr.results.pareto's rule (lib/pareto.js): the line joins
+ * the "front" points, "tied" ones are ringed, dominated ones drawn faint. C.paretoClassify,
+ * C.paretoTieRings and C.paretoStatusLines serve other plots too (the study page).
  */
 (function () {
   "use strict";
@@ -19,16 +22,23 @@
   // What a plot can put on an axis: the value of a row (null when it has none that can be drawn),
   // the axis title, which way is better (1 higher, -1 lower) and whether a logarithmic axis suits it.
   var LINEAR_LIMIT = 1e12, LOG_LOW = 1e-200, LOG_HIGH = 1e200;  // beyond these a value is not drawn (and counted as left out)
+  var figure = C.pareto.figure;
   var MEASURES = {
     p50: { title: "p50 latency (ms, lower is better)", better: -1, log: true, what: "a p50 latency", word: "faster",
-           get: function (r) { return isNum(r.p50_ns) && r.p50_ns > 0 ? r.p50_ns / 1e6 : null; } },
+           get: function (r) { return isNum(r.p50_ns) && r.p50_ns > 0 ? r.p50_ns / 1e6 : null; },
+           fig: function (r) { return figure(r, r.p50_ns, r.p50_lo, r.p50_hi); } },
     throughput: { title: "throughput (samples/s, higher is better)", better: 1, log: true, what: "a throughput", word: "higher in throughput",
-                  get: function (r) { return isNum(r.throughput) && r.throughput > 0 ? r.throughput : null; } },
+                  get: function (r) { return isNum(r.throughput) && r.throughput > 0 ? r.throughput : null; },
+                  fig: function (r) { return figure(r, r.throughput, r.throughput_lo, r.throughput_hi); } },
     top1: { title: "top-1 accuracy (%)", better: 1, log: false, percent: true, what: "a top-1 accuracy", word: "more accurate",
-            get: function (r) { return isNum(r.top1) && isNum(r.top1 * 100) ? r.top1 * 100 : null; } },
+            get: function (r) { return isNum(r.top1) && isNum(r.top1 * 100) ? r.top1 * 100 : null; },
+            fig: function (r) { return figure(r, r.top1, r.top1_lo, r.top1_hi); } },
     memory: { title: "peak memory (MiB, lower is better)", better: -1, log: true, what: "a peak memory", word: "smaller in memory",
-              get: function (r) { return isNum(r.peak_rss) && r.peak_rss > 0 ? r.peak_rss / 1048576 : null; } }
+              get: function (r) { return isNum(r.peak_rss) && r.peak_rss > 0 ? r.peak_rss / 1048576 : null; },
+              fig: function (r) { return figure(r, r.peak_rss); } }
   };
+  // A measure's figure with its interval (a measure without fig(): its plotted value, no interval).
+  function figOf(measure, r) { return measure.fig ? measure.fig(r) : figure(r, measure.get(r)); }
   // Accuracy plots: one frontier per task, dataset and platform. Performance plots (every
   // benchmark, with or without an accuracy): one per task, scenario and platform.
   C.measures = MEASURES;
@@ -47,19 +57,26 @@
     return p && { id: p.id, label: p.label, x: MEASURES[p.x], y: MEASURES[p.y], accuracy: !!p.accuracy };
   }
 
-  // Frontier of points best in y for x at least as good, as a staircase that runs on to the
-  // edge of the group's points: with more latency to spare (less throughput needed) the best
-  // figure stays what it was. xBetter / yBetter: 1 higher is better, -1 lower is better.
-  function frontier(points, xBetter, yBetter) {
-    var sorted = points.slice().sort(function (a, b) { return xBetter > 0 ? b.x - a.x : a.x - b.x; });
-    var out = [], best = null;
-    sorted.forEach(function (p) {
-      if (best === null || (yBetter > 0 ? p.y > best : p.y < best)) { out.push({ x: p.x, y: p.y }); best = p.y; }
+  // The statuses of a group's points by cr.results.pareto's rule (lib/pareto.js), on the
+  // figures and intervals in the rows' own units (p.fx, p.fy: {value, lo, hi}; p.feasible);
+  // each point gets status, tiedWith and dominatedBy (other points of the group). Returns
+  // the "front" points in x order: what the line joins.
+  function classify(points, x, y) {
+    var objectives = [{ name: "x", better: x.better > 0 ? "higher" : "lower" }, { name: "y", better: y.better > 0 ? "higher" : "lower" }];
+    var byId = new Map();
+    points.forEach(function (p, i) { byId.set(String(i), p); });
+    var result = C.pareto.analyse(points.map(function (p, i) {
+      return { id: String(i), values: { x: p.fx, y: p.fy }, feasible: p.feasible };
+    }), objectives);
+    result.points.forEach(function (a) {
+      var p = byId.get(a.id);
+      p.status = a.status;
+      p.tiedWith = a.tied_with.map(function (id) { return byId.get(id); });
+      p.dominatedBy = a.dominated_by === null ? null : byId.get(a.dominated_by);
     });
-    var edge = sorted[sorted.length - 1];
-    if (out.length && edge.x !== out[out.length - 1].x) out.push({ x: edge.x, y: out[out.length - 1].y });
-    return out.sort(function (a, b) { return a.x - b.x; });
+    return points.filter(function (p) { return p.status === "front"; }).sort(function (a, b) { return a.x - b.x; });
   }
+  C.paretoClassify = classify;
 
   function renderPareto(main) {
     var token = S.token;
@@ -116,7 +133,7 @@
           if (x === null || y === null || !drawable(x, xLog) || !drawable(y, yLog)) { missing++; return; }
           var k = r.backend + "\u0000" + r.platform;
           if (!sets.has(k)) sets.set(k, { backend: r.backend, platform: r.platform, data: [] });
-          var p = { x: x, y: y, row: r.i };
+          var p = { x: x, y: y, row: r.i, fx: figOf(plot.x, r), fy: figOf(plot.y, r) };
           sets.get(k).data.push(p);
           var line = plot.accuracy ? [r.task || "no task", r.dataset || "no dataset"] : [r.task || "no task", r.scenario || "no scenario"];
           var gk = line.concat([r.platform]).join("\u0000");
@@ -126,24 +143,33 @@
           count++;
         });
         var lineColours = colourMap(distinct(Array.from(groups.values()), function (g) { return g.line; }), FRONTIER_COLOURS);
-        var datasets = [];
+        var datasets = [], frontiers = [], ties = [];
+        Array.from(groups.keys()).sort().forEach(function (gk) {
+          var g = groups.get(gk), f = classify(g.points, plot.x, plot.y);
+          g.points.forEach(function (p) { if (p.status === "tied") ties.push(p); });
+          if (f.length < 1) return;
+          var label = "frontier " + g.lineLabel + " on " + platformLabel.get(g.platform);
+          frontiers.push({ label: label, line: g.lineLabel, platform: g.platform, points: f.length, from: g.points.length,
+                           rows: f.map(function (p) { return p.row; }),
+                           tied: g.points.filter(function (p) { return p.status === "tied"; }).map(function (p) { return p.row; }) });
+          datasets.push({ type: "line", label: label, data: f.map(function (p) { return { x: p.x, y: p.y }; }),
+            borderColor: lineColours.get(g.line), borderDash: dashes.get(g.platform),
+            borderWidth: 1.5, pointRadius: 0, pointHoverRadius: 0, fill: false, crKind: "frontier" });
+        });
+        if (ties.length) datasets.push(tieRings(ties, count));
         Array.from(sets.values()).sort(function (a, b) {
           return a.backend < b.backend ? -1 : a.backend > b.backend ? 1 : a.platform < b.platform ? -1 : a.platform > b.platform ? 1 : 0;
         }).forEach(function (s) {
-          var colour = colours.get(s.backend);
-          datasets.push({ type: "scatter", label: s.backend + " on " + platformLabel.get(s.platform), data: s.data,
-            pointStyle: shapes.get(s.platform)[0], backgroundColor: colour + "b0", borderColor: colour,
-            borderWidth: 1.5, pointRadius: count > 5000 ? 2.5 : 5, pointHoverRadius: 8, crKind: "points" });
-        });
-        var frontiers = [];
-        Array.from(groups.keys()).sort().forEach(function (gk) {
-          var g = groups.get(gk), f = frontier(g.points, plot.x.better, plot.y.better);
-          if (f.length < 1) return;
-          var label = "frontier " + g.lineLabel + " on " + platformLabel.get(g.platform);
-          frontiers.push({ label: label, line: g.lineLabel, platform: g.platform, points: f.length, from: g.points.length });
-          datasets.push({ type: "line", label: label, data: f, borderColor: lineColours.get(g.line), borderDash: dashes.get(g.platform),
-            borderWidth: 1.5, pointRadius: 0, pointHoverRadius: 0, stepped: plot.x.better < 0 ? "after" : "before",
-            fill: false, crKind: "frontier" });
+          // two datasets, the dominated points faint (one colour per dataset: per-point colours
+          // cost Chart.js seconds at 50,000 points)
+          var colour = colours.get(s.backend), label = s.backend + " on " + platformLabel.get(s.platform);
+          [false, true].forEach(function (faint) {
+            var data = s.data.filter(function (p) { return (p.status === "dominated") === faint; });
+            if (!data.length) return;
+            datasets.push({ type: "scatter", label: label + (faint ? " (dominated)" : ""), data: data, pointStyle: shapes.get(s.platform)[0],
+              backgroundColor: colour + (faint ? "30" : "b0"), borderColor: faint ? colour + "50" : colour,
+              borderWidth: 1.5, pointRadius: count > 5000 ? 2.5 : 5, pointHoverRadius: 8, crKind: "points" });
+          });
         });
         var xs = [], ys = [];
         groups.forEach(function (g) { g.points.forEach(function (p) { xs.push(p.x); ys.push(p.y); }); });
@@ -163,7 +189,7 @@
                 filter: function (item) { return item.dataset.crKind === "points"; },
                 callbacks: {
                   title: function () { return ""; },
-                  label: function (item) { return rowLines(S.rows[item.raw.row]); }
+                  label: function (item) { return rowLines(S.rows[item.raw.row]).concat(statusLines(item.raw, rowName)); }
                 }
               }
             },
@@ -172,7 +198,9 @@
               clear(hover);
               if (!el) { add(hover, h("span", { class: "note" }, "Hover a point to see its row; click it to open the result.")); return; }
               var r = S.rows[chart.data.datasets[el.datasetIndex].data[el.index].row];
-              add(hover, [h("strong", null, rowLines(r)[0]), h("div", null, rowLines(r).slice(1).join(" \u00B7 "))]);
+              var point = chart.data.datasets[el.datasetIndex].data[el.index];
+              add(hover, [h("strong", null, rowLines(r)[0]), h("div", null, rowLines(r).slice(1).join(" \u00B7 ")),
+                h("div", { class: "sub", "data-status": point.status || "" }, statusLines(point, rowName).join(" "))]);
               hover.setAttribute("data-row", r.i);
             },
             onClick: function (evt, elements) {
@@ -196,8 +224,9 @@
         note.textContent = fmtInt(count) + (count === 1 ? " point" : " points") + (missing ? "; " + fmtInt(missing) +
           (missing === 1 ? " row is" : " rows are") + " left out because " + (missing === 1 ? "it lacks " : "they lack ") +
           plot.x.what + " or " + plot.y.what + " that can be drawn" : "") + ". Lines: the Pareto frontier of each " +
-          (plot.accuracy ? "task, dataset and platform" : "task, scenario and platform") + " (no other point of the same is both " +
-          plot.x.word + " and " + plot.y.word + ")." +
+          (plot.accuracy ? "task, dataset and platform" : "task, scenario and platform") + " joins the points no other point of " +
+          "the same dominates, by cr.results.pareto's rule: " + C.pareto.RULE + " (95% intervals from each record's IQR, stdev " +
+          "and count, or samples judged). Ringed: tied with a front point (hover it to see which); faint: dominated." +
           (plot.accuracy && count === 0 && S.rows.some(function (r) { return MEASURES.p50.get(r) !== null; })
             ? " No benchmark here has an accuracy: choose \u201Cp50 latency vs throughput\u201D to see them." : "");
         drawLegend(legend, backends.filter(function (b) { return rows.some(function (r) { return r.backend === b; }); }),
@@ -207,6 +236,26 @@
     }
     draw();
   }
+
+  function rowName(p) { var o = S.rows[p.row]; return o.name + " " + o.backend + (o.config ? " [" + o.config + "]" : ""); }
+
+  // A ring around each tied point (hovering the point itself names who it ties).
+  function tieRings(ties, count) {
+    return { type: "scatter", label: "tied", data: ties.map(function (p) { return { x: p.x, y: p.y, row: p.row }; }),
+      pointStyle: "circle", backgroundColor: "rgba(0,0,0,0)", borderColor: "#111827", borderWidth: 2,
+      pointRadius: count > 5000 ? 5 : 9, pointHoverRadius: count > 5000 ? 5 : 9, crKind: "ties" };
+  }
+  C.paretoTieRings = tieRings;
+
+  // "tied (within noise) with A, B" / "dominated by C" / "on the front" for a classified point;
+  // name(point) says what to call another point.
+  function statusLines(p, name) {
+    if (p.status === "tied") return ["tied (within noise) with " + p.tiedWith.map(name).join(", ")];
+    if (p.status === "dominated") return ["dominated by " + (p.dominatedBy ? name(p.dominatedBy) : "another point")];
+    if (p.status === "front") return ["on the front"];
+    return p.status ? [p.status] : [];
+  }
+  C.paretoStatusLines = statusLines;
 
   function drawable(v, log) { return log ? v > LOG_LOW && v < LOG_HIGH : Math.abs(v) <= LINEAR_LIMIT; }
 
@@ -218,7 +267,8 @@
     chart.data.datasets.forEach(function (d, i) {
       if (d.crKind !== "points") return;
       chart.getDatasetMeta(i).data.forEach(function (el, j) {
-        out.points.push({ row: d.data[j].row, x: el.x, y: el.y, r: d.pointRadius });
+        out.points.push({ row: d.data[j].row, x: el.x, y: el.y, r: d.pointRadius, status: d.data[j].status || null,
+                          tied_with: (d.data[j].tiedWith || []).map(function (p) { return p.row; }) });
       });
     });
     ["x", "y"].forEach(function (id) {

@@ -21,6 +21,7 @@ class OnnxruntimeBackend(Backend):
     FORMATS = ("onnx",)
     REQUIRES = ("software:onnxruntime@>=1.17",)
     PROFILER = "cr.runtime.profiling.onnxruntime:OnnxruntimeProfiler"
+    THREADS_OPTION = "intra_op_threads"  # what `threads` sets (cr.run.target.settle_threads: one knob)
     OPTIONS = {
         "intra_op_threads": "threads inside one operator (default: threads, else all cores)",
         "inter_op_threads": "threads across operators (parallel execution mode only)",
@@ -41,6 +42,7 @@ class OnnxruntimeBackend(Backend):
         threads = options.get("intra_op_threads", options.get("threads"))
         if threads is not None:
             so.intra_op_num_threads = int(threads)
+        self._threads = int(threads) if threads is not None else None
         if options.get("inter_op_threads") is not None:
             so.inter_op_num_threads = int(options["inter_op_threads"])
         level = options.get("graph_optimization_level", "all")
@@ -125,6 +127,7 @@ class OnnxruntimeBackend(Backend):
             "version": self._ort.__version__,
             "providers": self.session.get_providers() if self.session is not None else self._requested,
             "device": self._ort.get_device(),
+            "threads": getattr(self, "_threads", None),  # intra-op threads set; null: ONNX Runtime's default (one per core)
         }
 
 
