@@ -246,3 +246,15 @@ def test_ctrl_c_keeps_what_was_measured_and_the_same_command_continues(run_cr, c
     kept = _completed(db)
     got = json.loads(run_cr(*args, "--json", timeout=300).stdout)
     assert got["trials"]["measured"] >= 3 and got["trials"]["failed"] == 0 and got["ran_now"] <= 3 - kept + 1
+
+
+def test_a_constraint_nothing_meets_leaves_no_pick_and_marks_the_records(run_cr, cr_home):
+    got = _tune(run_cr, "--backends", "onnxruntime", "--budget", "1", "--constraint", "top1>=0.999")
+    [point] = got["points"]
+    assert point["state"] == point["status"] == "infeasible" and point["missed"] == ["top1>=0.999"]
+    assert got["recommendation"] is None and got["front"] == []
+    record = next(r for r in _records(cr_home) if r["uid"] == point["record"])
+    assert record["study"]["feasible"] is False
+    done = run_cr("tune", LENET, *QUICK, "--backends", "onnxruntime", "--budget", "1", "--constraint", "top1>=0.999",
+                  "--save-solution", "nothing")
+    _one_error(done, "no configuration to save")

@@ -316,7 +316,8 @@ def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False
             continue
         streak = 0
         try:
-            outcome = runner.run(config, trial.number, (lambda values: could_matter(study, measured, values)) if defer else None)
+            outcome = runner.run(config, trial.number, (lambda values: could_matter(study, measured, values)) if defer else None,
+                                 lambda values: not any(v > 0 for v in violations(study, values)))
         except BaseException:
             study.optuna._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED, True)
             study.optuna.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -346,7 +347,7 @@ def run_grid(study: Study, runner) -> dict:
         trial = study.optuna.ask(dists)
         trial.set_user_attr("config", {"key": config.key, **config.to_dict()})
         try:
-            outcome = runner.run(config, trial.number)
+            outcome = runner.run(config, trial.number, None, lambda values: not any(v > 0 for v in violations(study, values)))
         except BaseException:
             study.optuna._storage.set_trial_user_attr(trial._trial_id, INTERRUPTED, True)
             study.optuna.tell(trial, state=optuna.trial.TrialState.FAIL)

@@ -111,28 +111,40 @@ class Runner:
         return got, spent
 
     # -- one trial
-    def run(self, config: Config, trial: int, matters=None) -> Outcome:
+    def run(self, config: Config, trial: int, matters=None, feasible=None) -> Outcome:
         """Measure config. matters(values) -> bool, when given, defers the stack's validation
         until after the benchmark and skips it when a feasible point already dominates this
         one on performance (its accuracy could change no decision); otherwise the stack is
-        validated first (cached), as an objective needs."""
+        validated first (cached), as an objective needs. The benchmark record is stored once
+        judged: feasible(values) False (a constraint missed) adds "feasible": false to its
+        study tag (the dashboard's study page marks it)."""
+        out, rec = self._measure(config, trial, matters)
+        if rec is not None:
+            if feasible is not None and out.status == "ok" and not out.unchecked and feasible(out.values) is False:
+                rec["study"]["feasible"] = False
+            from ..run.actions import store_record
+
+            store_record(rec)
+        return out
+
+    def _measure(self, config: Config, trial: int, matters) -> tuple[Outcome, dict | None]:
         why, setup_s = self.setup(config.stack)
         if why is not None:
-            return Outcome("failed", error=f"{config.stack.key} cannot run here: {why}", setup_s=setup_s, stack_failed=True)
+            return Outcome("failed", error=f"{config.stack.key} cannot run here: {why}", setup_s=setup_s, stack_failed=True), None
         out = Outcome("ok", setup_s=setup_s)
         acc = [m for m in self.metrics if is_accuracy(m)]
         if acc and matters is None and not self._validate(config.stack, trial, out):
-            return out
+            return out, None
         started = time.perf_counter()
         params = {**self.params, "threads": config.threads, "batch_size": config.batch_size}
-        rec, error = self._run("benchmark", config.stack, params, trial)
+        rec, error = self._run("benchmark", config.stack, params, trial, store=False)
         out.device_s += time.perf_counter() - started
         out.record = rec.get("uid") if rec else None
         if rec is None or rec.get("status") != "ok":
             out.status, out.error = "failed", error
             # refused before the child, or the backend never loaded the variant: no config of the stack will run
             out.stack_failed = rec is None or not (rec.get("backend") or {}).get("info")
-            return out
+            return out, rec
         perf = [m for m in self.metrics if not is_accuracy(m)]
         raw = rec.get("raw") or {}
         measured = pareto.measure(rec, perf, raw.get("latencies_ns") if isinstance(raw, dict) else None)
@@ -140,14 +152,14 @@ class Runner:
         if lacking:
             out.status = "failed"
             out.error = f"the benchmark did not measure {', '.join(lacking)}: " + "; ".join(_missing(rec, perf).values())
-            return out
+            return out, rec
         out.values.update(measured)
         if acc and matters is not None:
             if matters(measured):
                 self._validate(config.stack, trial, out)
             else:
                 out.unchecked = True
-        return out
+        return out, rec
 
     def _validate(self, stack: Stack, trial: int, out: Outcome) -> bool:
         """Adds the stack's accuracy to out (validating it now if the study has not); False
@@ -163,8 +175,8 @@ class Runner:
         out.values.update(v["values"])
         return True
 
-    def _run(self, action: str, stack: Stack, params: dict, trial: int | None) -> tuple[dict | None, str | None]:
-        """(record, why it failed) of one run through run_action, stored with the study tag."""
+    def _run(self, action: str, stack: Stack, params: dict, trial: int | None, store: bool = True) -> tuple[dict | None, str | None]:
+        """(record, why it failed) of one run through run_action, tagged with the study (and stored, with store)."""
         from ..run.actions import NotStored, run_action, store_record
 
         try:
@@ -175,7 +187,8 @@ class Runner:
         except CRError as exc:  # refused before the child started (a variant the backend cannot load, ...)
             return None, exc.message
         rec["study"] = {**self.tag, "trial": trial}
-        store_record(rec)
+        if store:
+            store_record(rec)
         error = None if rec.get("status") == "ok" else ((rec.get("error") or {}).get("message") or rec.get("status"))
         return rec, error
 
