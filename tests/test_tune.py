@@ -258,3 +258,13 @@ def test_a_constraint_nothing_meets_leaves_no_pick_and_marks_the_records(run_cr,
     done = run_cr("tune", LENET, *QUICK, "--backends", "onnxruntime", "--budget", "1", "--constraint", "top1>=0.999",
                   "--save-solution", "nothing")
     _one_error(done, "no configuration to save")
+
+
+def test_a_precision_the_model_lacks_is_compiled_before_the_search(cr_home):
+    from cr.tune.space import build
+
+    space = build(LENET, backends=["onnxruntime"], precisions=["int8"])
+    [stack] = space.stacks
+    assert stack.precision == "int8" and stack.model.startswith("model:lenet-digits@1.0.0+onnx.int8")
+    again = build(LENET, backends=["onnxruntime"], precisions=["int8"])  # the compiled version is the cache
+    assert again.stacks == space.stacks and again.digest == space.digest
