@@ -15,6 +15,8 @@ Local only: trials run one at a time on this machine (a campaign's platforms are
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 
 from ..errors import CRError
@@ -64,7 +66,10 @@ def tune(ref: str, objectives: list[str] | None = None, constraints: list[str] |
     result.update(budget=budget, seed=seed, sampler=sampler, recovered=recovered, ran_now=progress["ran_now"],
                   min_duration_s=min_duration_s, local_only=True)
     if verify:
-        gname = f"grid-{space.model.split(':', 1)[1].split('@', 1)[0]}-{space.digest}"  # shared by every tune of this space
+        # shared by every tune of this space, objectives, constraints and run length in this CR_HOME
+        what = hashlib.sha256(json.dumps([space.digest, [o.name for o in objs], [c.text for c in cons],
+                                          min_duration_s]).encode()).hexdigest()[:12]
+        gname = f"grid-{space.model.split(':', 1)[1].split('@', 1)[0]}-{what}"
         grid = Study.open(gname, space, objs, cons, seed=0, sampler="random")
         grunner = Runner(space, metrics, grid.tag, grid, install, min_duration_s, trial_timeout_s)
         grid.recover()

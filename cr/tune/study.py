@@ -174,7 +174,7 @@ class Study:
         out = {}
         for t in self.measured().values():
             if (t.user_attrs.get("outcome") or {}).get("stack_failed"):
-                out.setdefault(f"{t.user_attrs['config']['backend']}/{t.user_attrs['config']['variant']}", t)
+                out.setdefault(t.user_attrs["config"]["key"].rsplit("/", 2)[0], t)  # the config key less /tN/bM
         return out
 
 
