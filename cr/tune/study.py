@@ -263,8 +263,12 @@ def screen(study: Study) -> int:
 
 
 def _charged(trial) -> bool:
-    """Whether a measured trial spent device time (a trial of a stack found dead costs nothing)."""
-    return ((trial.user_attrs.get("outcome") or {}).get("device_s") or 0) > 0
+    """Whether a trial counts against the budget: it measured (or tried to measure) a
+    configuration whose stack runs here. Finding that a stack cannot run here at all (its
+    backend never loaded the variant, its set-up or validation failed) measured nothing,
+    and later proposals of that stack are answered from it at no cost."""
+    o = trial.user_attrs.get("outcome") or {}
+    return (o.get("device_s") or 0) > 0 and not o.get("stack_failed")
 
 
 def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False, refine: bool = True) -> dict:
