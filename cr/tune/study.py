@@ -365,9 +365,10 @@ def run_grid(study: Study, runner) -> dict:
 
 
 def neighbour(study: Study, measured: dict, dead: dict, allowed: dict) -> Config | None:
-    """The first unmeasured configuration one step from a front point (same stack; the next
-    or previous thread count or batch size), front points taken best-ranked first; None
-    when the front's neighbourhood is measured (then the sampler proposes)."""
+    """An unmeasured configuration one step from a front point (same stack; the next or
+    previous batch size or thread count), breadth first: from the front point with the
+    fewest measured neighbours, the best-ranked among those; None when the front's
+    neighbourhood is measured (then the sampler proposes)."""
     space = study.space
     pts = []
     for key, t in measured.items():
@@ -376,18 +377,20 @@ def neighbour(study: Study, measured: dict, dead: dict, allowed: dict) -> Config
             pts.append({"id": key, "values": {ob.name: o["values"][ob.name] for ob in study.objectives}})
     if not pts:
         return None
-    for key in pareto.analyse(pts, study.objectives)["front"]:
+    best = None  # (measured neighbours, rank, the first unmeasured neighbour)
+    for rank, key in enumerate(pareto.analyse(pts, study.objectives)["front"]):
         c = allowed.get(key)
-        if c is None:
+        if c is None or c.stack.key in dead:
             continue
         ti, bi = space.threads.index(c.threads), space.batch_sizes.index(c.batch_size)
         steps = [(ti, bi - 1), (ti, bi + 1), (ti - 1, bi), (ti + 1, bi)]
-        for t, b in steps:
-            if 0 <= t < len(space.threads) and 0 <= b < len(space.batch_sizes):
-                near = Config(c.stack, space.threads[t], space.batch_sizes[b])
-                if near.key in allowed and near.key not in measured and c.stack.key not in dead:
-                    return near
-    return None
+        near = [Config(c.stack, space.threads[t], space.batch_sizes[b]) for t, b in steps
+                if 0 <= t < len(space.threads) and 0 <= b < len(space.batch_sizes)]
+        near = [n for n in near if n.key in allowed]
+        todo = [n for n in near if n.key not in measured]
+        if todo and (best is None or (len(near) - len(todo), rank) < best[:2]):
+            best = (len(near) - len(todo), rank, todo[0])
+    return None if best is None else best[2]
 
 
 def could_matter(study: Study, measured: dict, values: dict) -> bool:
