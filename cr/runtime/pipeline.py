@@ -121,6 +121,8 @@ def _decode(x, mode="RGB"):
         except (OSError, ValueError) as exc:
             raise PipelineError(f"cannot decode {x if not isinstance(x, (bytes, bytearray)) else 'the sample bytes'}: {exc}",
                                 hint="the sample must be an image file Pillow reads (PNG, JPEG, ...)") from None
+    if mode == "BGR":  # what OpenCV's imread gives: RGB's channels reversed (a pipeline study's colour-order choice)
+        return np.asarray(image.convert("RGB"))[..., ::-1]
     out = np.asarray(image.convert(mode))
     return out[..., None] if out.ndim == 2 else out
 
