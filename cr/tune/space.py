@@ -124,8 +124,8 @@ def target_of(ref: str) -> tuple[dict, str | None, str | None]:
 
 def stacks(model: dict, backends: list[str] | None = None, precisions: list[str] | None = None,
            install: bool = False) -> list[Stack]:
-    """Every (backend, variant) pair where the backend loads the variant's format."""
-    meta = model["meta"]
+    """Every (backend, variant) pair where the backend loads the variant's format (the
+    model's variants, then those of the versions cr compile made from it)."""
     loads = registry.formats()
     chosen = backends or [b for b, fmts in loads.items() if fmts]  # FORMATS None: the null backend
     for b in chosen:
