@@ -268,3 +268,16 @@ def test_a_precision_the_model_lacks_is_compiled_before_the_search(cr_home):
     assert stack.precision == "int8" and stack.model.startswith("model:lenet-digits@1.0.0+onnx.int8")
     again = build(LENET, backends=["onnxruntime"], precisions=["int8"])  # the compiled version is the cache
     assert again.stacks == space.stacks and again.digest == space.digest
+
+
+def test_a_precision_no_conversion_gives_a_backend_is_reported_not_silently_dropped(cr_home):
+    from cr.errors import CRError
+    from cr.tune.space import build
+
+    space = build(LENET, backends=["onnxruntime"], precisions=["fp32", "fp16"])
+    assert [(s.backend, s.precision) for s in space.stacks] == [("onnxruntime", "fp32")]
+    [gone] = space.unavailable
+    assert (gone["backend"], gone["precision"]) == ("onnxruntime", "fp16") and gone["reason"]
+    with pytest.raises(CRError) as e:
+        build(LENET, backends=["onnxruntime"], precisions=["fp16"])
+    assert "empty" in e.value.message and "onnxruntime at fp16: " + gone["reason"] in e.value.message

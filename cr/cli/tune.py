@@ -45,6 +45,8 @@ def show(result: dict) -> None:
     output.table(["TRIAL", "BACKEND", "VARIANT", "PRECISION", "THREADS", "BATCH", *[o["label"] for o in objs], "STATUS", ""],
                  rows, title=f"tune {study['name']}: {result['model']} ({result['trials']['measured']} of "
                              f"{result['configurations']} configurations measured, {result['device_s']:.1f} s of device time)")
+    for u in result.get("unavailable") or []:
+        output.warn(f"not searched: {u['backend']} at {u['precision']}: {u['reason']}")
     for c in result["constraints"]:
         bound = "" if c["bound"] is None else f" (bound {c['bound']:.4f})"
         output.echo(f"constraint: {c['text']}{bound}")

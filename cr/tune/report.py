@@ -88,7 +88,7 @@ def report(study: Study) -> dict:
     return {
         "study": {"name": study.name, "uid": study.uid, "file": str(study.path)},
         "model": study.space.model, "dataset": study.space.dataset, "split": study.space.split,
-        "space": study.space.to_dict(), "configurations": len(study.space.configs()),
+        "space": study.space.to_dict(), "unavailable": study.space.unavailable, "configurations": len(study.space.configs()),
         "objectives": [{"name": o.name, "label": o.label, "unit": o.unit, "better": o.better} for o in study.objectives],
         "constraints": [{"text": c.text, "bound": c.bound(refs.get(c.metric))} for c in study.constraints],
         "reference": ({"stack": study.get("reference"), **{m: v for m, v in refs.items()}} if study.get("reference") else None),

@@ -61,6 +61,9 @@ class Space:
     threads: list[int]
     batch_sizes: list[int]
     excluded: list[str] = field(default_factory=list)
+    # precisions asked for that no variant or conversion gives a backend here: [{"backend",
+    # "precision", "reason"}] (reported, never part of the study's identity: a retry may succeed)
+    unavailable: list[dict] = field(default_factory=list)
 
     def configs(self) -> list[Config]:
         return [Config(s, t, b) for s in self.stacks for t in self.threads for b in self.batch_sizes
@@ -123,9 +126,10 @@ def target_of(ref: str) -> tuple[dict, str | None, str | None]:
 
 
 def stacks(model: dict, backends: list[str] | None = None, precisions: list[str] | None = None,
-           install: bool = False) -> list[Stack]:
+           install: bool = False, unavailable: list | None = None) -> list[Stack]:
     """Every (backend, variant) pair where the backend loads the variant's format (the
-    model's variants, then those of the versions cr compile made from it)."""
+    model's variants, then those of the versions cr compile made from it); a precision asked
+    for that a backend cannot get goes into unavailable with the reason."""
     loads = registry.formats()
     chosen = backends or [b for b, fmts in loads.items() if fmts]  # FORMATS None: the null backend
     for b in chosen:
@@ -141,7 +145,7 @@ def stacks(model: dict, backends: list[str] | None = None, precisions: list[str]
                 if fmts is None or eff.get("format") in fmts:
                     out.append(Stack(b, name, eff.get("precision") or "fp32", holder))
     if precisions:
-        out = _with_precisions(model, chosen, out, precisions, install)
+        out = _with_precisions(model, chosen, out, precisions, install, unavailable if unavailable is not None else [])
     return out
 
 
@@ -169,20 +173,16 @@ def compiled_versions(model: dict) -> list[dict]:
     return out
 
 
-def _with_precisions(model: dict, backends: list[str], found: list[Stack], precisions: list[str], install: bool) -> list[Stack]:
+def _with_precisions(model: dict, backends: list[str], found: list[Stack], precisions: list[str], install: bool,
+                     unavailable: list) -> list[Stack]:
     """The stacks of the precisions asked for: the model's own variants of them, and for a
     (backend, precision) it has none of, the variant cr.run.precision.variant_for finds or
-    compiles (cached as a model version), when this reefkit has it."""
+    compiles (cached as a model version); one it cannot make (no conversion, or a conversion
+    whose accuracy check failed) goes into unavailable with cr compile's reason."""
+    from ..run import precision as made
     from ..store.catalog import show
 
-    try:
-        from ..run import precision as made
-    except ImportError:
-        made = None
-
     def same(stack: Stack, p: str) -> bool:
-        if made is None:
-            return stack.precision == p
         meta = model["meta"] if stack.model is None else show(stack.model, verify=False)["meta"]
         return made.matches(variants.effective(meta, stack.variant), p)
     out = [s for s in found if any(same(s, p) for p in precisions)]
@@ -190,17 +190,11 @@ def _with_precisions(model: dict, backends: list[str], found: list[Stack], preci
         for b in backends:
             if any(s.backend == b and same(s, p) for s in out):
                 continue
-            if made is None:
-                if not any(same(s, p) for s in found):
-                    raise CRError(f"{model['ref']} has no {p} variant, and making one on demand needs cr.run.precision "
-                                  "(not in this reefkit)",
-                                  hint=f"its precisions: {', '.join(sorted({s.precision for s in found})) or 'none'}; "
-                                       f"or cr compile a {p} variant first")
-                continue
             try:
                 v = made.variant_for(model["ref"], b, p, install=install)
-            except CRError:
-                continue  # this backend has no way to that precision; others may
+            except CRError as exc:  # this backend has no way to that precision; others may
+                unavailable.append({"backend": b, "precision": p, "reason": exc.message})
+                continue
             ref = getattr(v, "model_ref", None)
             out.append(Stack(b, str(v), p, None if ref in (None, model["ref"]) else ref))
     return out
@@ -216,12 +210,14 @@ def build(ref: str, backends: list[str] | None = None, precisions: list[str] | N
     for name, values in (("--threads", threads), ("--batch", batch_sizes)):
         if values is not None and (not values or any(v < 1 for v in values)):
             raise CRError(f"{name} needs one or more positive integers, found {values}", hint=f"e.g. {name} 1,2")
-    space = Space(model["ref"], dataset, split, stacks(model, backends, precisions, install),
-                  sorted(set(threads or [1])), sorted(set(batch_sizes or [1])), excludes)
+    unavailable: list[dict] = []
+    space = Space(model["ref"], dataset, split, stacks(model, backends, precisions, install, unavailable),
+                  sorted(set(threads or [1])), sorted(set(batch_sizes or [1])), excludes, unavailable)
     if not space.configs():
         what = ", ".join(s.key for s in space.stacks) or "none"
+        why = "".join(f"; {u['backend']} at {u['precision']}: {u['reason']}" for u in unavailable[:2])
         raise CRError(f"the search space of {model['ref']} is empty (stacks: {what}"
-                      + (f"; excluded: {'; '.join(excludes)})" if excludes else ")"),
+                      + (f"; excluded: {'; '.join(excludes)}" if excludes else "") + why + ")",
                       hint="drop an --exclude, or name backends/precisions the model has a variant for (cr show "
                            f"{model['ref']} lists its variants)")
     return space
