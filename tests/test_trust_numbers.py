@@ -357,13 +357,17 @@ def test_two_runs_of_the_same_model_are_not_called_very_different(run_cr):
     assert "p50 latency" in text.stdout and "95% interval" in text.stdout
     if others > 0.10:
         pytest.skip(f"the machine was not quiet: other processes used {100 * others:.0f}% of its CPU during the runs")
-    if far_apart(p50):
-        # A virtual machine's speed can change under it (a neighbour's load shows in no
-        # counter of ours): then the verdict is right. Confidently far apart twice in a row
-        # on a quiet machine is what would be the verdict's fault.
+    # A virtual machine's speed can change under it (a neighbour's load shows in no counter of
+    # ours: seen in CI, one pair's baseline p50 16.3 us, the next pair's 11.1 us): then the
+    # verdict is right. Confidently far apart in three quiet pairs in a row is what would be the
+    # verdict's fault (a verdict that calls every pair of equal runs very different).
+    seen = [p50]
+    while far_apart(seen[-1]) and len(seen) < 3:
         _, others, again = pair_of_runs()
-        if others <= 0.10:
-            assert not far_apart(again), (p50, again)
+        if others > 0.10:
+            return
+        seen.append(again)
+    assert not far_apart(seen[-1]), seen
 
 
 _BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
