@@ -46,7 +46,8 @@ METRICS = (
 _LATENCY = {"p50_ns", "p90_ns", "p99_ns", "mean_ns"}
 
 
-def _get(data, path):
+def number_at(data, path):
+    """The number at path (keys) inside data, as a float; None when missing or not a number."""
     for key in path:
         if not isinstance(data, dict):
             return None
@@ -95,7 +96,7 @@ class _Run:
                 return mean, None
             var = math.fsum((x - mean) ** 2 for x in self.sorted) / (n - 1)
             return mean, math.sqrt(var / n)
-        mean, stdev, n = _get(self.lat, ("mean",)), _get(self.lat, ("stdev",)), self.count()
+        mean, stdev, n = number_at(self.lat, ("mean",)), number_at(self.lat, ("stdev",)), self.count()
         return mean, (stdev / math.sqrt(n) if stdev is not None and n else None)
 
     def figure(self, key: str, path, q: float | None) -> tuple[float | None, float | None, str | None]:
@@ -106,11 +107,11 @@ class _Run:
                 return mean, se, ("raw samples" if self.sorted else "stdev and count")
             if self.sorted:
                 return quantile(self.sorted, q), quantile_se(self.sorted, q), "raw samples"
-            value, iqr, n = _get(self.record, path), _get(self.lat, ("iqr",)), self.count()
+            value, iqr, n = number_at(self.record, path), number_at(self.lat, ("iqr",)), self.count()
             if key == "p50_ns" and iqr is not None and n:
                 return value, 1.2533 * (iqr / 1.349) / math.sqrt(n), "IQR and count"
             return value, None, None
-        value = _get(self.record, path)
+        value = number_at(self.record, path)
         if key == "throughput_qps" and self.scenario == "single-stream" and value is not None:
             mean, se = self.mean_se()
             if mean and se is not None:

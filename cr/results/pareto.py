@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import CRError
-from .compare import Z, quantile
+from .compare import Z, number_at, quantile
 
 MIN_EFFECT = 0.01
 CONFIDENCE = 0.95
@@ -85,14 +85,6 @@ def objective(name: str) -> Objective:
                       hint=f"objectives are: {', '.join(OBJECTIVES)}") from None
 
 
-def _get(data, path):
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None
-
-
 def _interval_of_quantile(ordered, q: float) -> tuple[float, float]:
     n = len(ordered)
     spread = Z * math.sqrt(n * q * (1 - q))
@@ -113,15 +105,15 @@ def wilson(successes: float, n: int) -> tuple[float, float]:
 
 
 def _value(record: dict, obj: Objective):
-    value = _get(record, obj.path)
+    value = number_at(record, obj.path)
     if value is None and obj.name == "throughput":
         metrics = record.get("metrics") if isinstance(record.get("metrics"), dict) else {}
-        value = _get(metrics, ("throughput", "queries_per_s"))
-        batch = _get(metrics, ("batch_size",)) or _get(record, ("config", "batch_size"))
+        value = number_at(metrics, ("throughput", "queries_per_s"))
+        batch = number_at(metrics, ("batch_size",)) or number_at(record, ("config", "batch_size"))
         if value is not None and batch:
             value *= batch
     if value is None and obj.name == "memory":
-        value = _get(record, ("metrics", "peak_rss_bytes"))
+        value = number_at(record, ("metrics", "peak_rss_bytes"))
     return value
 
 
@@ -165,7 +157,7 @@ def measure(record: dict, objectives: list[Objective], latencies=None) -> dict:
             value = quantile(ordered, _QUANTILES[obj.name])
             lo, hi = _interval_of_quantile(ordered, _QUANTILES[obj.name])
         elif obj.name == "p50":
-            iqr, n = _get(lat, ("iqr",)), _get(lat, ("count",))
+            iqr, n = number_at(lat, ("iqr",)), number_at(lat, ("count",))
             if iqr is not None and n:
                 half = Z * 1.2533 * (iqr / 1.349) / math.sqrt(n)
                 lo, hi = value - half, value + half
@@ -174,7 +166,7 @@ def measure(record: dict, objectives: list[Objective], latencies=None) -> dict:
             if rel is not None:
                 lo, hi = value * (1 - Z * rel), value * (1 + Z * rel)
         elif obj.name in ACCURACY:
-            n = _get(record, ("validation", "samples"))
+            n = number_at(record, ("validation", "samples"))
             if n and obj.name != "map":
                 lo, hi = wilson(value * n, int(n))
         out[obj.name] = {"value": value, "lo": min(lo, value), "hi": max(hi, value)}
@@ -188,7 +180,7 @@ def _mean_rel_se(ordered, lat: dict) -> float | None:
         mean = math.fsum(ordered) / n
         var = math.fsum((x - mean) ** 2 for x in ordered) / (n - 1)
         return math.sqrt(var / n) / mean if mean else None
-    mean, stdev, n = _get(lat, ("mean",)), _get(lat, ("stdev",)), _get(lat, ("count",))
+    mean, stdev, n = number_at(lat, ("mean",)), number_at(lat, ("stdev",)), number_at(lat, ("count",))
     if mean and stdev is not None and n:
         return stdev / math.sqrt(n) / mean
     return None

@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 import random
 
+from .compare import number_at
+
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.03
 RESAMPLES = 400
@@ -46,12 +48,6 @@ JUDGED = (
 )
 
 
-def _number(data, path):
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None
 
 
 def _quantile(ordered, q: float) -> float:
@@ -139,7 +135,7 @@ def compare_pair(a: dict, b: dict, lat_a, lat_b, resamples: int = RESAMPLES, see
         row = {"metric": key, "label": label, "better": better, "baseline": None, "value": None, "ratio": None,
                "ci": None, "verdict": None, "why": None}
         if key == "throughput_qps":
-            ta, tb = _number(a, path), _number(b, path)
+            ta, tb = number_at(a, path), number_at(b, path)
             row.update(baseline=ta, value=tb)
             scenarios = {_scenario(a), _scenario(b)}
             if "server" in scenarios:
