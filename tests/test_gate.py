@@ -252,7 +252,7 @@ def test_ab_runs_two_solutions_interleaved(run_cr, tmp_path):
         assert done.returncode == 0, done.stderr
     md = tmp_path / "ab.md"
     done = run_cr("gate", "--ab", "lenet-digits-onnxruntime", "lenet-digits-tflite", "--rounds", "2", "--queries", "200",
-                  "--min-duration", "0", "--threshold", "1000", "--json", "--markdown", md, timeout=600)
+                  "--min-duration", "0", "--threshold", "500", "--json", "--markdown", md, timeout=600)
     assert done.returncode in (0, 1, 2), done.stderr
     assert "Error:" not in done.stderr, done.stderr
     report = json.loads(done.stdout)
@@ -260,7 +260,7 @@ def test_ab_runs_two_solutions_interleaved(run_cr, tmp_path):
     a, b = report["baseline"], report["candidate"]
     assert len(a["uids"]) == 2 and len(b["uids"]) == 2 and a["samples"] >= 400 and b["samples"] >= 400
     assert a["backend"].startswith("onnxruntime") and b["backend"].startswith("tflite")
-    assert "interleaved round" in a["source"] and a["config"] == b["config"] == "single-stream threads=1 batch=1"
+    assert "interleaved round" in a["source"] and a["config"].startswith("single-stream threads=1 batch=1") and b["config"].startswith("single-stream threads=1 batch=1")
     assert any("config differs" in n and "backend onnxruntime vs tflite" in n for n in report["notes"])
     # the runs are kept in the store, interleaved in time: A, B, A, B
     listed = json.loads(run_cr("results", "list", "--json").stdout)

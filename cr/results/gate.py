@@ -102,7 +102,7 @@ def parse_threshold(text: str) -> float:
     except ValueError:
         number = float("nan")
     if not math.isfinite(number) or not 0 < number < 1000:
-        raise GateError(f"--threshold {text!r}: expected a percentage above 0, e.g. 5 or 5%",
+        raise GateError(f"--threshold {text!r}: expected a percentage above 0 and below 1000, e.g. 5 or 5%",
                         hint="the largest slowdown that may pass, in percent of the baseline (default 5%)")
     return number / 100
 
