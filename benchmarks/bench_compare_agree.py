@@ -31,6 +31,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -140,9 +141,20 @@ def main() -> int:
     ap.add_argument("--derived", type=int, default=60)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary CR_HOME (store and site) and print where")
     args = ap.parse_args()
-    rng = random.Random(args.seed)
     home = tempfile.mkdtemp(prefix="cr-agree-")
+    try:
+        return run(args, home)
+    finally:
+        if args.keep:
+            print(f"kept: {home}", file=sys.stderr)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def run(args, home: str) -> int:
+    rng = random.Random(args.seed)
     os.environ["CR_HOME"] = home
     from cr.results.compare import same_samples_per_query
     from cr.results.significance import compare_pair
