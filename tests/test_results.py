@@ -129,12 +129,19 @@ def test_compare_judges_noise_from_raw_samples(cr, store):
     for key in ("p50_ns", "p90_ns", "p99_ns", "mean_ns"):
         m = metrics[key]
         assert m["within_noise"][0] is None and m["within_noise"][1] is True, (key, m)
-        assert m["within_noise"][2] is False, (key, m)
+        assert m["within_noise"][2] is False and m["verdict"][2] == "slower", (key, m)
         assert 0.8 < m["rel_diff"][2] < 1.2 and abs(m["rel_diff"][1]) < 0.1
         lo, hi = m["interval"][1]
         assert lo <= m["values"][1] - m["values"][0] <= hi
     assert metrics["throughput_qps"]["within_noise"][2] is False  # single-stream: judged through the mean
-    assert metrics["p50_ns"]["method"] == "raw samples" and report["baseline"] == uid_of(1, 7)
+    assert "bootstrap" in metrics["p50_ns"]["method"] and report["baseline"] == uid_of(1, 7)
+    # one judgement: the table's row is the significance section's verdict, its interval the same one
+    for pair, column in zip(report["significance"]["pairs"], (1, 2)):
+        for row in pair["metrics"]:
+            m = metrics[row["metric"]]
+            assert m["verdict"][column] == row["verdict"] and m["within_noise"][column] == (row["verdict"] == "inconclusive")
+            base = m["values"][0]
+            assert m["interval"][column] == pytest.approx([base * (row["ci"][0] - 1), base * (row["ci"][1] - 1)])
     table = cr("compare", uid_of(1, 7), uid_of(3, 7))
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
@@ -145,14 +152,19 @@ def test_compare_judges_noise_from_raw_samples(cr, store):
     assert one.returncode == 1 and "two or more" in one.stderr
 
 
-def test_compare_without_raw_samples_falls_back_to_iqr(store):
+def test_compare_without_raw_samples_judges_nothing_and_says_why(store):
+    """No second, weaker rule (the IQR and count) that could disagree with the verdicts: without
+    raw samples nothing is judged, and the significance section says why."""
     a = make_record(uid_of(1, 8), values=latencies(11))
     b = make_record(uid_of(2, 8), values=latencies(12))
     a["raw"] = b["raw"] = None
     store.add(a), store.add(b)
-    metrics = {m["metric"]: m for m in store.compare([uid_of(1, 8), uid_of(2, 8)])["metrics"]}
-    assert metrics["p50_ns"]["method"] == "IQR and count" and metrics["p50_ns"]["within_noise"][1] is True
-    assert metrics["p99_ns"]["within_noise"][1] is None  # not judged without samples
+    report = store.compare([uid_of(1, 8), uid_of(2, 8)])
+    metrics = {m["metric"]: m for m in report["metrics"]}
+    for key in ("p50_ns", "p99_ns", "throughput_qps"):
+        assert metrics[key]["within_noise"][1] is None and metrics[key]["verdict"][1] is None and metrics[key]["method"] is None
+    assert metrics["p50_ns"]["values"][0] == a["metrics"]["latency_ns"]["p50"]  # the figures are still shown
+    assert "carries no raw latencies" in report["significance"]["pairs"][0]["missing"]
 
 
 def test_export_csv_and_json_round_trip(cr, seeded, tmp_path, cr_home):

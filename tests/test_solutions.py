@@ -62,7 +62,7 @@ def test_init_benchmark_pack_unpack_reproduce_pass_then_fail_on_a_changed_step(r
     assert report["performance"][0]["p50_ns"]["reference"] and report["performance"][0]["p50_ns"]["here"]
     # verdicts against the reference, from its raw samples (the archive carries them beside its record)
     sig = report["performance"][0]["significance"]
-    assert sig["missing"] is None and [m["metric"] for m in sig["metrics"]] == ["p50_ns", "p99_ns", "throughput_qps"]
+    assert sig["missing"] is None and [m["metric"] for m in sig["metrics"]] == ["p50_ns", "p90_ns", "p99_ns", "mean_ns", "throughput_qps"]
     assert "significance (here vs reference)" in done.stdout and "95% interval" in done.stdout
 
     # the reproducer's copy of the model gets a different pre-processing step: FAIL, naming it

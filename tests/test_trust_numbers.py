@@ -16,7 +16,7 @@ from conftest import HEAVY, IMPORT_PROBE
 
 from cr.errors import CRError
 from cr.results.causes import likely_causes, state_notes
-from cr.results.significance import MIN_SAMPLES, compare_pair, report
+from cr.results.significance import MIN_SAMPLES, compare_pair, quantile, report
 from cr.run.reproduce import compare as reproduce_compare
 from cr.runtime.harness import Settings, benchmark
 
@@ -182,12 +182,16 @@ def test_lenet_on_onnxruntime_phases_and_fidelity(run_cr):
 # -- significance -------------------------------------------------------------------------
 
 def _record(uid: str, lat, scenario="single-stream", **extra) -> dict:
+    """A record whose figures are those the harness computes from all of lat (the points the
+    verdicts are centred on)."""
     mean = sum(lat) / len(lat)
+    ordered = sorted(lat)
+    figures = {name: quantile(ordered, q) for name, q in (("p50", .5), ("p90", .9), ("p99", .99))}
     rec = {"uid": uid, "status": "ok", "action": "benchmark", "raw": {},
            "config": {"scenario": scenario, "threads": 1, "batch_size": 1},
            "backend": {"name": "onnxruntime", "info": {"framework": "onnxruntime", "version": "1.32.0"}},
            "platform": {"fingerprint": "f00d", "os": "linux", "arch": "x86_64"},
-           "metrics": {"scenario": scenario, "latency_ns": {"p50": sorted(lat)[len(lat) // 2]},
+           "metrics": {"scenario": scenario, "latency_ns": {**figures, "mean": mean},
                        "throughput": {"queries_per_s": 1e9 / mean, "samples_per_s": 1e9 / mean}}}
     for key, value in extra.items():
         rec[key] = value
@@ -203,7 +207,8 @@ def test_bootstrap_verdicts_on_synthetic_samples():
     a, slow, same = _samples(1, 1e6), _samples(2, 1.2e6), _samples(3, 1e6)
     pair = compare_pair(_record("a", a), _record("b", slow), a, slow)
     verdicts = {m["metric"]: m["verdict"] for m in pair["metrics"]}
-    assert verdicts == {"p50_ns": "slower", "p99_ns": "slower", "throughput_qps": "slower"} and pair["beyond_noise"]
+    assert verdicts == {"p50_ns": "slower", "p90_ns": "slower", "p99_ns": "slower", "mean_ns": "slower",
+                        "throughput_qps": "slower"} and pair["beyond_noise"]
     p50 = pair["metrics"][0]
     assert p50["ci"][0] <= p50["ratio"] <= p50["ci"][1] and 1.15 < p50["ratio"] < 1.25
     back = compare_pair(_record("b", slow), _record("a", a), slow, a)

@@ -237,8 +237,9 @@ def _metric_rows(record: dict) -> list[list]:
     return rows
 
 
-def _noise(flag) -> str:
-    return "-" if flag is None else ("yes" if flag else "NO")
+def _noise(verdict) -> str:
+    """A WITHIN NOISE cell from a verdict: yes (inconclusive), NO (faster or slower), - (not judged)."""
+    return "-" if verdict is None else ("yes" if verdict == "inconclusive" else "NO")
 
 
 @results.command()
@@ -247,13 +248,14 @@ def _noise(flag) -> str:
 def compare(uids, as_json):
     """Compare results metric by metric, relative to the first (the baseline).
 
-    A latency difference is within noise when it is inside the 95% interval from the
-    raw samples of both runs (order statistics: no seed, no resampling), or under 1%.
-    Then each run against the baseline: a verdict per metric (faster / slower /
-    inconclusive) from 95% bootstrap intervals of the ratio, and when a difference is
-    beyond noise, its likely causes ranked (docs/results.md). Validate records on the
-    same samples: each accuracy delta with its 95% paired-bootstrap interval and an exact
-    McNemar test, 'significant' when p < 0.05 and the interval excludes 0.
+    Latency (p50, p90, p99, mean) and single-stream throughput are judged by one rule, the
+    one `cr reproduce` and the dashboard use: a 95% moving-block bootstrap interval of B/A
+    from the raw samples (seeded: the same records give the same interval), re-centred on
+    the records' figures; faster/slower only when the whole interval is beyond +-3%, else
+    within noise. When a difference is beyond noise, its likely causes are ranked
+    (docs/results.md). Validate records on the same samples: each accuracy delta with its
+    95% paired-bootstrap interval and an exact McNemar test, 'significant' when p < 0.05
+    and the interval excludes 0.
     """
     report = _store().compare(list(uids))
     if as_json:
@@ -265,7 +267,7 @@ def compare(uids, as_json):
     for m in report["metrics"]:
         diffs = ["" if d is None else f"{100 * d:+.1f}%" for d in m["rel_diff"][1:]]
         rows.append([m["label"]] + [metric_text(m["unit"], v) for v in m["values"]] + diffs
-                    + [" ".join(_noise(w) for w in m["within_noise"][1:])])
+                    + [" ".join(_noise(v) for v in m["verdict"][1:])])
     labels = {c["uid"]: c["label"] for c in report.get("config") or []}
     for r in report["results"]:
         click.echo(output.clean(f"{r['uid']}  {r['action']}  {_target(r)}  {'/'.join(x for x in (r['backend'], r['variant']) if x)}"
@@ -273,10 +275,27 @@ def compare(uids, as_json):
     for note in report["notes"]:
         output.warn(output.clean(note))
     output.table(header, rows, empty="no metric to compare")
-    from .trust import significance_lines
-
-    for line in significance_lines(report) + _accuracy_lines(report):
+    for line in _significance_lines(report) + _accuracy_lines(report):
         click.echo(line)
+
+
+def _significance_lines(report: dict) -> list[str]:
+    """The rule (once: WITHIN NOISE above and these verdicts are the same judgement), then each
+    run against the baseline: verdict, ratio and interval per metric, likely causes."""
+    from .trust import pair_lines
+
+    sig = report.get("significance") if isinstance(report.get("significance"), dict) else None
+    if not sig:
+        return []
+    lines = [output.clean(f"verdicts (and WITHIN NOISE above): {sig.get('rule')}; {sig.get('method')}, "
+                          f"{sig.get('resamples')} resamples, seed {sig.get('seed')}")]
+    for pair in sig.get("pairs") or []:
+        lines.append(output.clean(f"{pair.get('uid')} vs baseline {pair.get('baseline')}:"))
+        lines += pair_lines(pair, sig.get("confidence", 0.95))
+        lines += [output.clean(f"  note: the {m['label']} interval was widened to contain its ratio (the bootstrap "
+                               f"distribution is skewed: read the interval as rough)")
+                  for m in pair.get("metrics") or [] if m.get("widened")]
+    return lines
 
 
 def _accuracy_lines(report: dict) -> list[str]:

@@ -32,6 +32,7 @@ from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
 from ..results.latencies import LatencyError, decode, digest
 from ..results.pareto import OBJECTIVES, measure
+from ..results.significance import SAMPLES_MAX, thin
 from ..results.summary import config_label, dataset_label, effective_threads, platform_description, value_text
 from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 
@@ -40,10 +41,9 @@ from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 UID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _KEY_RE = re.compile(r"[A-Za-z0-9_:-]*\Z")  # detail-file keys that json.dumps would leave as they are
 
-# Raw latencies kept per detail file: beyond this, every step-th sample (in time order).
-SAMPLES_MAX = 2048
-
-
+# Raw latencies kept per detail file: at most SAMPLES_MAX, every ceil(n / SAMPLES_MAX)-th in time
+# order (SAMPLES_MAX and thin come from cr.results.significance): exactly the samples `cr results
+# compare` judges a pair by, so the site's verdicts are the CLI's.
 
 class Skip(Exception):
     """This file is not a usable result record; the message says why."""
@@ -569,9 +569,7 @@ def shrink_raw(raw, record_path: str) -> dict | None:
     if not isinstance(values, (list, array)):
         return {"count": raw.get("count"), "source": source, "problem": problem or "no latency samples", "step": 1, "samples_ns": []}
     step = -(-len(values) // SAMPLES_MAX) if len(values) > SAMPLES_MAX else 1
-    shown = values[::step] if step > 1 else values
-    return {"count": len(values), "source": source, "problem": "", "step": step,
-            "samples_ns": shown.tolist() if isinstance(shown, array) else shown}
+    return {"count": len(values), "source": source, "problem": "", "step": step, "samples_ns": thin(values)}
 
 
 def _escape(text: bytes) -> bytes:

@@ -1,49 +1,37 @@
-"""Comparing results metric by metric, and judging whether a latency difference is noise.
+"""Comparing results metric by metric; latency and throughput differences judged by the one
+statistic of cr.results.significance.
 
-Stdlib only (no numpy: `cr results compare` must stay light). For each latency statistic
-of two runs A (the baseline, first) and B:
-
-  - the statistic of each run comes from its raw samples (linear interpolation between
-    closest ranks, as numpy and the harness compute it);
-  - its standard error comes from a distribution-free 95% confidence interval: for the
-    q-quantile of n samples the interval runs between the order statistics of ranks
-    n*q -+ 1.96*sqrt(n*q*(1-q)) (the binomial method: what a percentile bootstrap of the
-    quantile converges to, without resampling and without a random seed); for the mean,
-    stdev/sqrt(n);
-  - the difference B - A is *within noise* when it is no larger than 1.96 times the
-    combined standard error sqrt(se_A^2 + se_B^2), or smaller than MIN_EFFECT (1%) of
-    A: run-to-run effects of that size (frequency scaling, cache and page state) are
-    routine even when the samples inside each run are tight.
-
-Without raw samples the p50 falls back to the record's IQR and count (se of a median
-~ 1.2533 * sigma / sqrt(n), sigma ~ IQR / 1.349) and the mean to its stdev and count;
-higher percentiles are then not judged. Single-stream throughput is one query at a time,
-so its relative noise is that of the mean latency; other throughputs are not judged (None).
+Stdlib only (no numpy: `cr results compare` must stay light). Each row holds every run's
+figure as its record states it (what `cr results show` prints) and its difference from the
+first run (the baseline). The p50, p90, p99 and mean latency and the single-stream
+throughput (queries/s) of each run against the baseline are judged by
+cr.results.significance.compare_pair, the statistic `cr results compare`'s verdicts, `cr
+reproduce` and the dashboard use: a row's "within_noise" is its verdict being inconclusive,
+its "interval" the 95% interval of B / A turned into B - A in the row's unit. Samples/s
+follows the queries/s verdict when both runs put the same number of samples in a query
+(the ratio is then the same); otherwise it is not judged. Without raw samples nothing is
+judged (the significance section says why): there is no second, weaker rule to fall back to.
 Accuracies are judged sample by sample in the report's "accuracy" section (cr.results.accuracy:
 exact McNemar and a paired bootstrap), not here.
 """
 from __future__ import annotations
 
-import math
-from array import array
-
-Z = 1.959964  # two-sided 95%
-MIN_EFFECT = 0.01
-
-# (metric key, label, unit, where in the record, quantile or None, which way is better)
+# (metric key, label, unit, where in the record, which way is better)
 METRICS = (
-    ("p50_ns", "p50 latency", "ns", ("metrics", "latency_ns", "p50"), 0.50, "lower"),
-    ("p90_ns", "p90 latency", "ns", ("metrics", "latency_ns", "p90"), 0.90, "lower"),
-    ("p99_ns", "p99 latency", "ns", ("metrics", "latency_ns", "p99"), 0.99, "lower"),
-    ("mean_ns", "mean latency", "ns", ("metrics", "latency_ns", "mean"), None, "lower"),
-    ("throughput_qps", "throughput (queries/s)", "queries/s", ("metrics", "throughput", "queries_per_s"), None, "higher"),
-    ("throughput_sps", "throughput (samples/s)", "samples/s", ("metrics", "throughput", "samples_per_s"), None, "higher"),
-    ("noise", "noise (IQR/p50)", "", ("metrics", "noise"), None, "lower"),
-    ("peak_rss_bytes", "peak RSS", "bytes", ("metrics", "peak_rss_bytes"), None, "lower"),
-    ("top1", "top-1", "", ("validation", "top1"), None, "higher"),
-    ("top5", "top-5", "", ("validation", "top5"), None, "higher"),
+    ("p50_ns", "p50 latency", "ns", ("metrics", "latency_ns", "p50"), "lower"),
+    ("p90_ns", "p90 latency", "ns", ("metrics", "latency_ns", "p90"), "lower"),
+    ("p99_ns", "p99 latency", "ns", ("metrics", "latency_ns", "p99"), "lower"),
+    ("mean_ns", "mean latency", "ns", ("metrics", "latency_ns", "mean"), "lower"),
+    ("throughput_qps", "throughput (queries/s)", "queries/s", ("metrics", "throughput", "queries_per_s"), "higher"),
+    ("throughput_sps", "throughput (samples/s)", "samples/s", ("metrics", "throughput", "samples_per_s"), "higher"),
+    ("noise", "noise (IQR/p50)", "", ("metrics", "noise"), "lower"),
+    ("peak_rss_bytes", "peak RSS", "bytes", ("metrics", "peak_rss_bytes"), "lower"),
+    ("top1", "top-1", "", ("validation", "top1"), "higher"),
+    ("top5", "top-5", "", ("validation", "top5"), "higher"),
 )
-_LATENCY = {"p50_ns", "p90_ns", "p99_ns", "mean_ns"}
+Z = 1.959964  # two-sided 95% (cr.results.pareto's intervals)
+_QPS = ("metrics", "throughput", "queries_per_s")
+_SPS = ("metrics", "throughput", "samples_per_s")
 
 
 def number_at(data, path):
@@ -63,108 +51,71 @@ def quantile(ordered, q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def quantile_se(ordered, q: float) -> float:
-    """Standard error of the q-quantile from its distribution-free 95% interval."""
-    n = len(ordered)
-    spread = Z * math.sqrt(n * q * (1 - q))
-    lo = max(0, min(n - 1, math.floor(n * q - spread)))
-    hi = max(0, min(n - 1, math.ceil(n * q + spread)))
-    return (ordered[hi] - ordered[lo]) / (2 * Z)
+def same_samples_per_query(a: dict, b: dict) -> bool:
+    """Whether samples/s over queries/s is the same for both records (then their samples/s
+    ratio is their queries/s ratio, and the queries/s verdict holds for it)."""
+    qa, qb, sa, sb = number_at(a, _QPS), number_at(b, _QPS), number_at(a, _SPS), number_at(b, _SPS)
+    if not (qa and qb and sa and sb):
+        return False
+    return abs((sa / qa) / (sb / qb) - 1) < 1e-9
 
 
-class _Run:
-    """One record's figures for a metric: value and standard error (None when unknown)."""
-
-    def __init__(self, record: dict, latencies: array | None):
-        self.record = record
-        self.sorted = sorted(latencies) if latencies else None
-        lat = (record.get("metrics") or {}).get("latency_ns") if isinstance(record.get("metrics"), dict) else None
-        self.lat = lat if isinstance(lat, dict) else {}
-        self.scenario = (record.get("metrics") or {}).get("scenario") if isinstance(record.get("metrics"), dict) else None
-
-    def count(self) -> int | None:
-        if self.sorted:
-            return len(self.sorted)
-        n = self.lat.get("count")
-        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
-
-    def mean_se(self) -> tuple[float | None, float | None]:
-        if self.sorted:
-            n = len(self.sorted)
-            mean = math.fsum(self.sorted) / n
-            if n < 2:
-                return mean, None
-            var = math.fsum((x - mean) ** 2 for x in self.sorted) / (n - 1)
-            return mean, math.sqrt(var / n)
-        mean, stdev, n = number_at(self.lat, ("mean",)), number_at(self.lat, ("stdev",)), self.count()
-        return mean, (stdev / math.sqrt(n) if stdev is not None and n else None)
-
-    def figure(self, key: str, path, q: float | None) -> tuple[float | None, float | None, str | None]:
-        """(value, standard error, method) of one metric for this run."""
-        if key in _LATENCY:
-            if key == "mean_ns":
-                mean, se = self.mean_se()
-                return mean, se, ("raw samples" if self.sorted else "stdev and count")
-            if self.sorted:
-                return quantile(self.sorted, q), quantile_se(self.sorted, q), "raw samples"
-            value, iqr, n = number_at(self.record, path), number_at(self.lat, ("iqr",)), self.count()
-            if key == "p50_ns" and iqr is not None and n:
-                return value, 1.2533 * (iqr / 1.349) / math.sqrt(n), "IQR and count"
-            return value, None, None
-        value = number_at(self.record, path)
-        if key == "throughput_qps" and self.scenario == "single-stream" and value is not None:
-            mean, se = self.mean_se()
-            if mean and se is not None:
-                return value, value * se / mean, "mean latency"
-        return value, None, None
+def _judged(key: str, pair: dict | None, a: dict, b: dict):
+    """The significance row that judges metric key of B against A (None when none does)."""
+    if pair is None:
+        return None
+    if key == "throughput_sps":
+        if not same_samples_per_query(a, b):
+            return None
+        key = "throughput_qps"
+    return next((m for m in pair.get("metrics") or [] if m["metric"] == key), None)
 
 
-def compare_records(records: list[dict], latencies: list[array | None]) -> dict:
+def compare_records(records: list[dict], latencies: list) -> dict:
     """Every metric of records side by side, each relative to the first (the baseline).
 
     Returns {"baseline": uid, "uids": [...], "metrics": [{"metric", "label", "unit",
-    "better", "values", "rel_diff", "within_noise", "interval", "method"}], "config":
+    "better", "values", "rel_diff", "verdict", "within_noise", "interval", "method"}], "config":
     config_comparison(records), "notes": [...], "significance": cr.results.significance.report(),
     "accuracy": cr.results.accuracy.section() (validate records: the paired test of each against the
     baseline's top-1/top-5, or the reason none was run; None when the baseline is no validate record)}
     (bootstrap verdicts faster/slower/inconclusive per metric, likely causes; notes name what differs besides the
     metrics: platforms, models, and every configuration field, 'config differs: threads 1 vs 2');
-    rel_diff, within_noise and interval are None for the baseline and where unknown;
-    interval is the 95% interval of B - A in the metric's unit.
+    rel_diff, verdict, within_noise and interval are None for the baseline and where unknown or not judged;
+    verdict and within_noise (verdict inconclusive) are those of the significance section; interval is
+    its 95% interval of B / A as B - A in the metric's unit.
     """
-    runs = [_Run(r, lat) for r, lat in zip(records, latencies)]
+    from .accuracy import section as accuracy
+    from .significance import METHOD, report as significance
+
+    sig = significance(records, latencies)
+    pairs = [None] + sig["pairs"]
     rows = []
-    for key, label, unit, path, q, better in METRICS:
-        figures = [run.figure(key, path, q) for run in runs]
-        if all(value is None for value, _, _ in figures):
+    for key, label, unit, path, better in METRICS:
+        values = [number_at(r, path) for r in records]
+        if all(value is None for value in values):
             continue
-        base, base_se, _ = figures[0]
-        rel, within, interval = [None], [None], [None]
-        for value, se, _ in figures[1:]:
-            if value is None or base is None:
-                rel.append(None), within.append(None), interval.append(None)
+        base = values[0]
+        rel, verdicts, within, interval = [None], [None], [None], [None]
+        judged_any = False
+        for record, value, pair in zip(records[1:], values[1:], pairs[1:]):
+            rel.append((value - base) / base if value is not None and base else None)
+            row = _judged(key, pair, records[0], record)
+            if row is None or row.get("verdict") is None or base is None:
+                verdicts.append(None), within.append(None), interval.append(None)
                 continue
-            diff = value - base
-            rel.append(diff / base if base else None)
-            if se is None or base_se is None:
-                within.append(None), interval.append(None)
-                continue
-            margin = Z * math.sqrt(se * se + base_se * base_se)
-            interval.append([diff - margin, diff + margin])
-            within.append(abs(diff) <= max(margin, MIN_EFFECT * abs(base)))
-        methods = {m for _, _, m in figures if m}
+            judged_any = True
+            lo, hi = row["ci"]
+            verdicts.append(row["verdict"])
+            within.append(row["verdict"] == "inconclusive")
+            interval.append([base * (lo - 1), base * (hi - 1)])
         rows.append({
-            "metric": key, "label": label, "unit": unit, "better": better,
-            "values": [value for value, _, _ in figures], "rel_diff": rel, "within_noise": within,
-            "interval": interval, "method": ", ".join(sorted(methods)) or None,
+            "metric": key, "label": label, "unit": unit, "better": better, "values": values, "rel_diff": rel,
+            "verdict": verdicts, "within_noise": within, "interval": interval, "method": METHOD if judged_any else None,
         })
     config = config_comparison(records)
-    from .accuracy import section as accuracy
-    from .significance import report as significance
-
     return {"baseline": records[0].get("uid"), "uids": [r.get("uid") for r in records], "metrics": rows,
-            "config": config, "notes": _notes(records, config), "significance": significance(records, latencies),
-            "accuracy": accuracy(records)}
+            "config": config, "notes": _notes(records, config), "significance": sig, "accuracy": accuracy(records)}
 
 
 def config_comparison(records: list[dict]) -> list[dict]:

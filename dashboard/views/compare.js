@@ -8,7 +8,7 @@
   "use strict";
 
   var C = window.CR_SITE, S = C.S, h = C.h, track = C.track, UID_RE = C.UID_RE, DASH = C.DASH;
-  var obj = C.obj, arr = C.arr, txt = C.txt, isNum = C.isNum, resultHref = C.resultHref, quantile = C.quantile;
+  var obj = C.obj, arr = C.arr, txt = C.txt, isNum = C.isNum, resultHref = C.resultHref;
   var fmtDur = C.fmtDur, fmtPct = C.fmtPct, fmtRate = C.fmtRate, fmtBytes = C.fmtBytes, fmtEnergy = C.fmtEnergy;
   var fmtDate = C.fmtDate, fmtAny = C.fmtAny, fmtCount = C.fmtCount;
   var subjectOf = C.subjectOf, titleOf = C.titleOf, loadResult = C.loadResult, rowsFor = C.rowsFor;
@@ -27,11 +27,11 @@
     ["batch size", function (r) { return obj(r.metrics).batch_size; }, fmtCount, 0],
     ["top-1", accuracyOf("top1"), fmtPct, 1, "accuracy"],
     ["top-5", accuracyOf("top5"), fmtPct, 1, "accuracy"],
-    ["p50 latency", lat("p50"), fmtDur, -1, "q", 0.5],
-    ["p90 latency", lat("p90"), fmtDur, -1, "q", 0.9],
-    ["p99 latency", lat("p99"), fmtDur, -1, "q", 0.99],
+    ["p50 latency", lat("p50"), fmtDur, -1, "stat"],
+    ["p90 latency", lat("p90"), fmtDur, -1, "stat"],
+    ["p99 latency", lat("p99"), fmtDur, -1, "stat"],
     ["p99.9 latency", lat("p99.9"), fmtDur, -1, "tail"],
-    ["mean latency", lat("mean"), fmtDur, -1, "mean"],
+    ["mean latency", lat("mean"), fmtDur, -1, "stat"],
     ["noise (IQR / p50)", function (r) { return noiseOf(r); }, function (x) { return isNum(x) ? x.toFixed(3) : txt(x); }, 0],
     ["throughput", function (r) { return obj(obj(r.metrics).throughput).samples_per_s; }, fmtRate, 1, "throughput"],
     ["peak memory", function (r) { return obj(r.metrics).peak_rss_bytes; }, fmtBytes, -1, "plain"],
@@ -51,89 +51,51 @@
   }
 
   // Noise. A difference is coloured (green better, red worse) only when it is beyond noise:
-  //  - latency percentiles and the mean, as `cr results compare` judges them
-  //    (cr/results/compare.py): each run's standard error from its raw samples (the
-  //    distribution-free interval of the quantile; stdev / sqrt(n) for the mean), and the
-  //    difference is noise when within 1.96 x the combined standard error or under 1 % of
-  //    the baseline. The site keeps at most 2,048 samples of a run (every n-th), which only
-  //    widens the interval. Without samples: the p50's error from IQR and count, the mean's
-  //    from stdev and count; other percentiles then count as noise when within the larger
-  //    of both runs' IQR / p50;
-  //  - single-stream throughput: the relative noise of the mean latency; other throughputs,
-  //    memory and energy: a difference under PLAIN_NOISE (5 %) is noise;
+  //  - p50, p90, p99 and mean latency and throughput: the verdict of lib/stats.js, the one
+  //    statistic `cr results compare`, `cr reproduce` and the significance block below use
+  //    (a bootstrap interval of B / A from the samples this site keeps, which are the CLI's;
+  //    beyond noise only when the whole interval is beyond +-3 %). Throughput (samples/s)
+  //    takes the queries/s verdict when both runs put the same number of samples in a query
+  //    (the ratio is then the same); otherwise, and without raw samples, it is not judged;
+  //  - memory and energy: a difference under PLAIN_NOISE (5 %) is noise;
   //  - accuracy (the same samples give the same figure): under 0.05 points is noise;
-  //  - p99.9: not judged (as `cr results compare`: too few samples that far in the tail).
-  var Z = 1.959964, MIN_EFFECT = 0.01, PLAIN_NOISE = 0.05, ACCURACY_NOISE = 0.0005;
+  //  - p99.9: not judged (too few samples that far in the tail).
+  var PLAIN_NOISE = 0.05, ACCURACY_NOISE = 0.0005;
+  var STAT_OF = { "p50 latency": "p50_ns", "p90 latency": "p90_ns", "p99 latency": "p99_ns", "mean latency": "mean_ns",
+                  "throughput": "throughput_qps" };
   function noiseOf(r) {
     var m = obj(r.metrics), l = obj(m.latency_ns);
     if (isNum(m.noise)) return m.noise;
     return isNum(l.iqr) && isNum(l.p50) && l.p50 > 0 ? l.iqr / l.p50 : undefined;
   }
-  var sortedSamples = new WeakMap();  // record -> its raw samples, sorted (null: fewer than 2)
-  function samplesOf(r) {
-    if (!sortedSamples.has(r)) {
-      var values = arr(obj(r.raw).samples_ns).filter(function (x) { return isNum(x) && x >= 0; });
-      sortedSamples.set(r, values.length >= 2 ? values.slice().sort(function (a, b) { return a - b; }) : null);
-    }
-    return sortedSamples.get(r);
+  function sameSamplesPerQuery(a, b) {  // cr.results.compare.same_samples_per_query
+    var ta = obj(obj(a.metrics).throughput), tb = obj(obj(b.metrics).throughput);
+    var qa = ta.queries_per_s, qb = tb.queries_per_s, sa = ta.samples_per_s, sb = tb.samples_per_s;
+    if (![qa, qb, sa, sb].every(function (x) { return isNum(x) && x !== 0; })) return false;
+    return Math.abs((sa / qa) / (sb / qb) - 1) < 1e-9;
   }
-  function quantileSe(s, q) {
-    var n = s.length, spread = Z * Math.sqrt(n * q * (1 - q));
-    var lo = Math.max(0, Math.min(n - 1, Math.floor(n * q - spread))), hi = Math.max(0, Math.min(n - 1, Math.ceil(n * q + spread)));
-    return (s[hi] - s[lo]) / (2 * Z);
-  }
-  function meanSe(r) {
-    var s = samplesOf(r);
-    if (s) {
-      var n = s.length, mean = 0, v = 0;
-      s.forEach(function (x) { mean += x; });
-      mean /= n;
-      s.forEach(function (x) { v += (x - mean) * (x - mean); });
-      return { mean: mean, se: Math.sqrt(v / (n - 1) / n) };
-    }
-    var l = obj(obj(r.metrics).latency_ns), count = l.count;
-    return isNum(l.mean) && isNum(l.stdev) && isNum(count) && count > 0 ? { mean: l.mean, se: l.stdev / Math.sqrt(count) } : null;
-  }
-  // The standard error of one figure of r (null when unknown), for the noise rule spec[4].
-  function standardError(r, spec, value) {
-    var rule = spec[4], s = samplesOf(r), l = obj(obj(r.metrics).latency_ns);
-    if (rule === "q") {
-      if (s) return quantileSe(s, spec[5]);
-      if (spec[5] === 0.5 && isNum(l.iqr) && isNum(l.count) && l.count > 0) return 1.2533 * (l.iqr / 1.349) / Math.sqrt(l.count);
-      return null;
-    }
-    if (rule === "mean") { var ms = meanSe(r); return ms ? ms.se : null; }
-    if (rule === "throughput" && obj(r.metrics).scenario === "single-stream") {
-      var m = meanSe(r);
-      return m && m.mean > 0 ? value * m.se / m.mean : null;
-    }
-    return null;
-  }
-  // -> {verdict: "better" | "worse" | "noise" | "same" | "unknown", why}
+  // -> {verdict: "better" | "worse" | "noise" | "same" | "unjudged", why}
   function judge(spec, base, x, baseRec, rec) {
-    var diff = x - base, rel = diff / Math.abs(base), rule = spec[4], margin = null, why;
+    var diff = x - base, rel = diff / Math.abs(base), rule = spec[4], why;
     if (Math.abs(rel) < 1e-9) return { verdict: "same", why: "no difference" };
     if (rule === "tail") return { verdict: "unjudged", why: "not judged: a run has too few samples beyond its p99.9 to tell noise from a difference" };
     if (rule === "accuracy") {
-      margin = ACCURACY_NOISE;
       why = "noise: accuracy differences under 0.05 points";
-      if (Math.abs(diff) <= margin) return { verdict: "noise", why: why };
-    } else if (rule === "plain" || (rule === "throughput" && (standardError(baseRec, spec, base) === null || standardError(rec, spec, x) === null))) {
+      if (Math.abs(diff) <= ACCURACY_NOISE) return { verdict: "noise", why: why };
+    } else if (rule === "plain") {
       if (Math.abs(rel) <= PLAIN_NOISE) return { verdict: "noise", why: "within noise: differences under " + PLAIN_NOISE * 100 + " % are not judged" };
       why = "beyond the " + PLAIN_NOISE * 100 + " % noise threshold";
     } else {
-      var seA = standardError(baseRec, spec, base), seB = standardError(rec, spec, x);
-      if (seA !== null && seB !== null && isNum(seA) && isNum(seB)) {
-        margin = Math.max(Z * Math.sqrt(seA * seA + seB * seB), MIN_EFFECT * Math.abs(base));
-        if (Math.abs(diff) <= margin) return { verdict: "noise", why: "within noise (\u00B1" + (margin / Math.abs(base) * 100).toFixed(1) + " %, 95 % interval from the samples)" };
-        why = "beyond noise (\u00B1" + (margin / Math.abs(base) * 100).toFixed(1) + " %, 95 % interval from the samples)";
-      } else {
-        var na = noiseOf(baseRec), nb = noiseOf(rec);
-        if (!isNum(na) && !isNum(nb)) return { verdict: "unknown", why: "noise unknown: neither run has raw samples or an IQR" };
-        var level = Math.max(isNum(na) ? na : 0, isNum(nb) ? nb : 0, MIN_EFFECT);
-        if (Math.abs(rel) <= level) return { verdict: "noise", why: "within noise (the runs' IQR / p50: " + (level * 100).toFixed(1) + " %)" };
-        why = "beyond noise (the runs' IQR / p50: " + (level * 100).toFixed(1) + " %)";
+      if (rule === "throughput" && !sameSamplesPerQuery(baseRec, rec)) {
+        return { verdict: "unjudged", why: "not judged: the runs put different numbers of samples in a query (see throughput in Significance: queries/s)" };
       }
+      var pair = C.stats.sitePair(baseRec, rec), key = STAT_OF[spec[0]];
+      var m = pair.metrics.filter(function (r) { return r.metric === key; })[0];
+      if (pair.missing) return { verdict: "unjudged", why: "not judged: " + pair.missing };
+      if (!m || !m.verdict) return { verdict: "unjudged", why: "not judged: " + txt(m ? m.why : "no such figure") };
+      var ci = m.ci[0].toFixed(3) + " \u2013 " + m.ci[1].toFixed(3) + " (B / A, 95 %)";
+      if (m.verdict === "inconclusive") return { verdict: "noise", why: "within noise: interval " + ci + " not wholly beyond \u00B1" + C.stats.settings.minEffect * 100 + " %" };
+      return { verdict: m.verdict === "faster" ? "better" : "worse", why: m.verdict + ": interval " + ci + " beyond \u00B1" + C.stats.settings.minEffect * 100 + " %" };
     }
     return { verdict: rel * spec[3] > 0 ? "better" : "worse", why: why };
   }

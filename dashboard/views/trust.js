@@ -1,21 +1,19 @@
 /* reefkit results dashboard: phases and verdicts (after result.js and compare.js).
  *
  * The result page's phases (load, first inference, warm-up until stable, steady state) and
- * the harness self-check (--fidelity); the compare page's bootstrap verdicts and likely
- * causes, by the rules of cr/results/significance.py and cr/results/causes.py (same
- * constants, same order of causes). Its seeded generator is its own and the site keeps
- * at most a few thousand samples per run, so an interval may differ from the CLI's in
- * its last digits; docs/results.md says how to read them.
+ * the harness self-check (--fidelity); the compare page's verdicts and likely causes: the
+ * verdicts from lib/stats.js (cr/results/significance.py step for step, on the same samples:
+ * the same intervals as `cr results compare`), the causes by the rules of
+ * cr/results/causes.py (same constants, same order of causes).
  * Not a view of its own: a section of the result page and one of the compare page.
  */
 (function () {
   "use strict";
 
-  var C = window.CR_SITE, h = C.h, DASH = C.DASH, obj = C.obj, arr = C.arr, txt = C.txt, isNum = C.isNum, quantile = C.quantile;
+  var C = window.CR_SITE, h = C.h, DASH = C.DASH, obj = C.obj, arr = C.arr, txt = C.txt, isNum = C.isNum;
   var fmtDur = C.fmtDur, fmtInt = C.fmtInt, fmtCount = C.fmtCount, kv = C.kv, section = C.section;
 
-  var TRUST = { confidence: 0.95, minEffect: 0.03, resamples: 400, maxSamples: 4000, minSamples: 20,
-                busy: 0.10, loadGap: 0.05, freqGap: 0.05, tempGap: 10 };
+  var TRUST = { busy: 0.10, loadGap: 0.05, freqGap: 0.05, tempGap: 10 };
 
   function fmtSeconds(s) {
     if (!isNum(s)) return DASH;
@@ -54,76 +52,6 @@
     main.appendChild(s);
   }
 
-  function seededRandom(seed) {  // mulberry32: small, fast, the same sequence everywhere
-    var a = seed >>> 0;
-    return function () {
-      a = (a + 0x6D2B79F5) >>> 0;
-      var t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-  function timeOrdered(r) {
-    var values = arr(obj(r.raw).samples_ns).filter(function (x) { return isNum(x) && x >= 0; });
-    if (values.length <= TRUST.maxSamples) return values;
-    var step = values.length / TRUST.maxSamples, out = [];
-    for (var i = 0; i < TRUST.maxSamples; i++) out.push(values[Math.floor(i * step)]);
-    return out;
-  }
-  function blockResamples(values, rnd) {  // [p50, p99, mean] of each moving-block resample
-    var n = values.length, block = Math.max(1, Math.ceil(Math.sqrt(n))), blocks = Math.ceil(n / block), out = [];
-    var sample = new Float64Array(blocks * block);
-    for (var k = 0; k < TRUST.resamples; k++) {
-      var at = 0;
-      for (var b = 0; b < blocks; b++) {
-        var s = Math.floor(rnd() * (n - block + 1));
-        for (var j = 0; j < block; j++) sample[at++] = values[s + j];
-      }
-      var used = sample.subarray(0, n).slice().sort(), sum = 0;
-      for (var q = 0; q < n; q++) sum += used[q];
-      out.push([quantile(used, 0.5), quantile(used, 0.99), sum / n]);
-    }
-    return out;
-  }
-  function trustVerdict(lo, hi, better) {
-    if (better === "lower") { var l = 1 / hi; hi = 1 / lo; lo = l; }
-    if (lo > 1 + TRUST.minEffect) return "faster";
-    if (hi < 1 / (1 + TRUST.minEffect)) return "slower";
-    return "inconclusive";
-  }
-  function missingReason(r, values) {
-    if (r.status !== undefined && r.status !== null && r.status !== "ok") return "result " + txt(r.uid) + " has status " + txt(r.status);
-    if (r.raw === null || r.raw === undefined) return "result " + txt(r.uid) + " carries no raw latencies, so the bootstrap has nothing to resample";
-    if (values.length < TRUST.minSamples) return "result " + txt(r.uid) + " has " + values.length + " latencies on this site; an interval needs at least " + TRUST.minSamples;
-    return null;
-  }
-  function trustPair(a, b) {
-    var va = timeOrdered(a), vb = timeOrdered(b), out = { missing: missingReason(a, va) || missingReason(b, vb), metrics: [] };
-    if (out.missing) return out;
-    var rnd = seededRandom(0), ra = blockResamples(va, rnd), rb = blockResamples(vb, rnd);
-    var sa = va.slice().sort(function (x, y) { return x - y; }), sb = vb.slice().sort(function (x, y) { return x - y; });
-    var meanA = 0, meanB = 0;
-    va.forEach(function (x) { meanA += x; }); vb.forEach(function (x) { meanB += x; });
-    meanA /= va.length; meanB /= vb.length;
-    var lo = (1 - TRUST.confidence) / 2, hi = 1 - lo;
-    function interval(ratios) { ratios.sort(function (x, y) { return x - y; }); return [quantile(ratios, lo), quantile(ratios, hi)]; }
-    [["p50 latency", 0, 0.5], ["p99 latency", 1, 0.99]].forEach(function (spec) {
-      var x = quantile(sa, spec[2]), y = quantile(sb, spec[2]);
-      if (!(x > 0 && y > 0)) return;
-      var ci = interval(ra.map(function (s, i) { return rb[i][spec[1]] / s[spec[1]]; }).filter(isNum));
-      out.metrics.push({ label: spec[0], ratio: y / x, ci: ci, verdict: trustVerdict(ci[0], ci[1], "lower") });
-    });
-    var ta = obj(obj(a.metrics).throughput).queries_per_s, tb = obj(obj(b.metrics).throughput).queries_per_s;
-    if (obj(a.metrics).scenario === "server" || obj(b.metrics).scenario === "server") {
-      out.metrics.push({ label: "throughput", why: "the server scenario's throughput is set by its arrival rate" });
-    } else if (isNum(ta) && isNum(tb) && ta > 0 && tb > 0) {
-      var ci = interval(ra.map(function (s, i) { return (tb * meanB / rb[i][2]) / (ta * meanA / s[2]); }).filter(isNum));
-      out.metrics.push({ label: "throughput", ratio: tb / ta, ci: ci, verdict: trustVerdict(ci[0], ci[1], "higher") });
-    }
-    out.beyond = out.metrics.some(function (m) { return m.verdict === "faster" || m.verdict === "slower"; });
-    return out;
-  }
   function machineOf(r) { var s = obj(obj(r.machine).summary); return Object.keys(s).length ? s : null; }
   function stackOf(r) {
     var out = {}, info = obj(obj(r.backend).info);
@@ -185,11 +113,13 @@
     return { causes: out, unchecked: !(ma && mb) };
   }
   function trustVerdicts(main, recs) {
-    var s = section("Significance", "significance");
-    s.appendChild(h("p", { class: "note" }, (TRUST.confidence * 100) + " % moving-block bootstrap intervals of B / A from each run's raw samples; " +
-      "faster or slower only when the whole interval is beyond \u00B1" + (TRUST.minEffect * 100) + " %, else inconclusive."));
+    var s = section("Significance", "significance"), S = C.stats.settings;
+    s.appendChild(h("p", { class: "note" }, "Each run against the first, by the rule of `cr results compare` and the table above: " + S.rule +
+      ". The interval is a moving-block bootstrap of each run's samples (at most " + S.samplesMax + ", as this site keeps them; " +
+      S.resamples + " resamples, seed " + S.seed + "), centred on the records' figures."));
     recs.slice(1).forEach(function (r) {
-      var pair = trustPair(recs[0], r), block = h("div", { class: "verdicts", "data-uid": r.uid });
+      var pair = C.stats.sitePair(recs[0], r), block = h("div", { class: "verdicts", "data-uid": r.uid });
+      pair.beyond = pair.beyond_noise;
       block.appendChild(h("h3", null, txt(r.uid) + " vs baseline " + txt(recs[0].uid)));
       if (pair.missing) block.appendChild(h("p", { class: "note", "data-missing": "1" }, "No confidence interval: " + pair.missing));
       if (pair.metrics.length) {
@@ -198,7 +128,7 @@
           return h("tr", { "data-metric": m.label, "data-verdict": m.verdict || "unjudged" }, h("th", { scope: "row" }, m.label),
             h("td", { class: "diff " + (m.verdict === "faster" ? "better" : m.verdict === "slower" ? "worse" : "noise") }, m.verdict || "not judged"),
             h("td", { class: "num" }, isNum(m.ratio) ? m.ratio.toFixed(3) : DASH),
-            h("td", { class: "num" }, m.ci ? m.ci[0].toFixed(3) + " \u2013 " + m.ci[1].toFixed(3) : txt(m.why)));
+            h("td", { class: "num" }, m.ci ? m.ci[0].toFixed(3) + " \u2013 " + m.ci[1].toFixed(3) + (m.widened ? " (widened to contain its ratio)" : "") : txt(m.why)));
         }))));
       }
       if (pair.beyond) {
