@@ -1,5 +1,5 @@
 """How the CLI words a run's phases, its fidelity check and the significance of a comparison
-(cr benchmark, cr results show, cr results compare, cr reproduce)."""
+(cr benchmark, cr results show, cr results compare)."""
 from __future__ import annotations
 
 from . import output
@@ -116,16 +116,3 @@ def significance_lines(report: dict) -> list[str]:
         lines += pair_lines(pair, sig.get("confidence", 0.95))
     return lines
 
-
-def reproduce_lines(report: dict) -> list[str]:
-    """The verdict lines of `cr reproduce`: each benchmark here against its reference."""
-    lines = []
-    for p in report.get("performance") or []:
-        sig = p.get("significance")
-        if not isinstance(sig, dict):
-            continue
-        if not lines:
-            lines.append(output.clean("significance (here vs reference): " + _rule(sig)))
-        lines.append(output.clean(f"{p.get('config') or p.get('scenario') or ''}: {sig.get('uid')} vs reference {sig.get('baseline')}:"))
-        lines += pair_lines(sig, sig.get("confidence", 0.95))
-    return lines
