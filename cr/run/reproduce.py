@@ -371,8 +371,8 @@ def _failed_line(record: dict, ref_rec: dict | None) -> dict:
 
 
 def _counterpart(record: dict, candidates: dict) -> tuple | None:
-    """The key of the candidate record's configuration matches, allowing for what a failed run
-    could not fill in (precision, batch size); None when none does."""
+    """The key of the first candidate whose configuration is record's, allowing for what a
+    failed run could not fill in (precision, batch size); None when none is."""
     for key, cand in candidates.items():
         if cand.get("action") == record.get("action") and all(
                 d[0] in _FROM_OUTCOME for d in config_differences(cand, record)):
