@@ -6,8 +6,13 @@ words, escaped."""
 from __future__ import annotations
 
 import json
+import random
+import re
 import zipfile
+from array import array
 from pathlib import Path
+
+import pytest
 
 from conftest import make_component, make_repo, write_json
 
@@ -57,9 +62,17 @@ def test_four_configurations_pack_four_references_and_each_reproduces_against_it
     other = {"CR_HOME": str(tmp_path / "other-home")}
     done = _ok(run_cr("reproduce", packed["archive"], env=other, timeout=300))
     assert "outcome: PASS" in done.stdout and "nothing found" not in done.stderr
-    assert "samples/s" in done.stdout and "queries/s" in done.stdout
+    # one verdict line per configuration; performance shown in the tables' units, not judged (no tolerance)
+    for scenario, threads in CONFIGS:
+        label = f"benchmark {scenario} threads={threads} batch=1 inputs=synthetic"
+        assert any(l.startswith("PASS") and label in l for l in done.stdout.splitlines()), label
+    assert done.stdout.count("not judged: no tolerance declared") == 4 * (3 + 1) and "samples/s" in done.stdout  # figures + rule
+    assert "e+0" not in done.stdout, done.stdout
+    assert re.search(r"p50 latency +here [\d.]+ (ns|us|ms), reference [\d.]+ (ns|us|ms)", done.stdout), done.stdout
     report = json.loads(_ok(run_cr("reproduce", packed["archive"], "--json", env=other, timeout=300)).stdout)
     assert report["outcome"] == "PASS" and report["checks"] == [] and report["unmatched"] == []
+    assert [l["verdict"] for l in report["lines"]] == ["PASS"] * 4 and all(l["reference_uid"] for l in report["lines"])
+    assert all("performance not judged: no tolerance declared" in l["rule"] for l in report["lines"])
     rows = report["performance"]
     # the label names every setting that ran: these ran on synthetic inputs
     assert sorted(r["config"] for r in rows) == sorted(f"{s} threads={t} batch=1 inputs=synthetic" for s, t in CONFIGS)
@@ -90,8 +103,10 @@ def test_a_declared_performance_tolerance_fails_a_run_beyond_it(run_cr, tmp_path
                              actions=[{"action": "benchmark", "params": {"scenario": "single-stream", **TINY}}])
     assert run_cr("check", "solution:fast").returncode == 0  # the schema takes performance tolerances
     done = run_cr("reproduce", "solution:fast", timeout=300)
-    assert done.returncode == 1 and "outcome: FAIL" in done.stdout and "FAIL (declared rel 0.5)" in done.stdout
-    assert "p50_ns" in done.stderr
+    assert done.returncode == 1 and "outcome: FAIL" in done.stdout and "FAIL (p50_ns declared rel 0.5, value 1)" in done.stdout
+    # judged on the figure against the declared value, in the table's units (never 8.19976e+06)
+    assert "Error: reproduction of solution:fast@1.0.0: FAIL (1 of 1 configurations)" in done.stderr
+    assert "against the declared value 1 ns" in done.stderr and "e+0" not in done.stdout + done.stderr
 
 
 # -- the comparison, on records -------------------------------------------------------------
@@ -148,6 +163,130 @@ def test_declared_performance_tolerance_against_the_reference():
     report = compare(reference, here, {"p50_ns": {"rel": 1.5}})
     assert report["outcome"] == "PASS" and report["performance"][0]["p50_ns"]["ok"] is True
     assert compare(reference, [_record("h", p50=10.0)], {"p50_ns": {"rel": 0.1}})["outcome"] == "PASS"  # faster is no miss
+
+
+def _timed(uid: str, lat, busy: float = 0.01) -> dict:
+    """A benchmark record whose summary is its raw samples' (lat), with a machine summary."""
+    rec = _record(uid, p50=float(sorted(lat)[len(lat) // 2]))
+    mean = sum(lat) / len(lat)
+    rec["metrics"]["latency_ns"]["p99"] = float(sorted(lat)[int(0.99 * (len(lat) - 1))])
+    rec["metrics"]["throughput"] = {"queries_per_s": 1e9 / mean, "samples_per_s": 1e9 / mean}
+    rec["machine"] = {"summary": {"governor": "performance", "freq_mhz_max": 3000.0, "cpu_other_share": busy,
+                                  "throttled": False, "temp_c_max": 50.0, "swap_activity": False}}
+    return rec
+
+
+def _samples(seed: int, center: float, scale: float = 1.0, n: int = 2000) -> array:
+    rng = random.Random(seed)
+    return array("q", (int(scale * center * rng.lognormvariate(0, 0.04)) for _ in range(n)))
+
+
+def _verdict(ref_lat, here_lat, expected, busy: float = 0.01):
+    from cr.run.reproduce import compare
+
+    lat = {"r": ref_lat, "h": here_lat}
+    ref, here = _timed("r", ref_lat), _timed("h", here_lat, busy)
+    ref["started"] = "2026-03-01T09:00:00.000Z"
+    return compare([ref], [here], expected, lambda record: lat.get(record["uid"]))
+
+
+def test_a_declared_tolerance_is_judged_on_the_interval_per_configuration():
+    ref = _samples(1, 4.76e6)
+    # met beyond noise: the same speed (different samples), limit 1.5
+    met = _verdict(ref, _samples(2, 4.76e6), {"p50_ns": {"rel": 0.5}})
+    line = met["lines"][0]
+    p50 = line["performance"][0]
+    assert met["outcome"] == "PASS" and line["verdict"] == "PASS" and p50["ci"][1] < 1.5
+    assert "the whole interval lies within the limit, ratio at most 1.500 (declared rel 0.5)" in line["rule"]
+    assert p50["reference_text"].endswith(" ms") and p50["judged"][0]["bound"] == 1.5
+    # missed beyond noise: three times slower, and the interval says so whatever the load
+    missed = _verdict(ref, _samples(2, 4.76e6, scale=3), {"p50_ns": {"rel": 0.5}}, busy=0.6)
+    line = missed["lines"][0]
+    assert missed["outcome"] == "FAIL" and line["verdict"] == "FAIL" and line["performance"][0]["ci"][0] > 1.5
+    assert "the whole interval lies beyond the limit" in line["rule"] and "14.2" in line["performance"][0]["here_text"]
+    assert line["likely_causes"][0].startswith("background CPU load") and missed["performance"][0]["p50_ns"]["ok"] is False
+    # at the limit: 1.5 times the reference's own samples; the interval straddles 1.5
+    at_limit = _verdict(ref, array("q", (int(1.5 * x) for x in ref)), {"p50_ns": {"rel": 0.5}}, busy=0.6)
+    line = at_limit["lines"][0]
+    lo, hi = line["performance"][0]["ci"]
+    assert lo < 1.5 < hi and at_limit["outcome"] == "INCONCLUSIVE" and line["verdict"] == "INCONCLUSIVE"
+    assert "straddles the limit" in line["rule"] and "cannot be told from noise" in line["rule"]
+    assert [c.split(":")[0] for c in line["likely_causes"]] == ["background CPU load", "noise"]
+    assert at_limit["performance"][0]["p50_ns"]["ok"] is None and at_limit["failures"][0]["verdict"] == "INCONCLUSIVE"
+    # a throughput tolerance: higher is better, the limit is 1 - rel
+    slow = _verdict(ref, _samples(2, 4.76e6, scale=3), {"queries_per_s": {"rel": 0.5}})
+    tput = slow["lines"][0]["performance"][2]
+    assert slow["outcome"] == "FAIL" and tput["judged"][0]["bound"] == 0.5 and tput["ci"][1] < 0.5
+
+
+def test_without_a_tolerance_performance_is_shown_not_judged():
+    ref = _samples(1, 4.76e6)
+    report = _verdict(ref, _samples(2, 4.76e6, scale=3), {}, busy=0.6)
+    line = report["lines"][0]
+    assert report["outcome"] == "PASS" and line["verdict"] == "PASS"  # slower, but no tolerance was declared
+    assert [r["comparison"] for r in line["performance"]] == ["slower"] * 3 and all(not r["judged"] for r in line["performance"])
+    assert line["rule"] == "the run here succeeded; performance not judged: no tolerance declared"
+
+
+def test_without_raw_samples_a_tolerance_is_judged_on_the_point_saying_why():
+    from cr.run.reproduce import compare
+
+    report = compare([_record("r", p50=4.76e6)], [_record("h", p50=8.2e6)], {"p50_ns": {"rel": 0.5}})
+    line = report["lines"][0]
+    assert report["outcome"] == "FAIL" and line["performance"][0]["ci"] is None
+    assert "judged on the point ratio: no interval" in line["rule"] and "ratio 1.723 beyond the limit" in line["rule"]
+    assert any("no confidence interval: result r carries no raw latencies" in n for n in line["notes"])
+    assert line["performance"][0]["here_text"] == "8.20 ms" and line["performance"][0]["reference_text"] == "4.76 ms"
+
+
+def test_accuracy_is_judged_on_the_line_of_each_benchmark_of_its_stack():
+    from cr.run.reproduce import compare
+
+    reference = [_record("r1", threads=1), _record("r2", threads=2), _record("rv", action="validate", top1=0.98)]
+    here = [_record("h1", threads=1), _record("h2", threads=2), _record("hv", action="validate", top1=0.90)]
+    report = compare(reference, here, {})
+    assert [(l["config"], l["verdict"]) for l in report["lines"]] == [
+        ("single-stream threads=1 batch=1", "FAIL"), ("single-stream threads=2 batch=1", "FAIL")]
+    line = report["lines"][0]
+    assert line["accuracy_from"] == "hv" and "top1 0.9000 vs 0.9800" in line["rule"] and report["outcome"] == "FAIL"
+    assert [c["metric"] for c in report["checks"]] == ["top1", "top5"]  # each check once in the flat list
+    failed = _record("h1", threads=1)
+    failed.update(status="failed", error={"message": "onnxruntime could not load the model"})
+    report = compare(reference[:1], [failed], {})
+    assert [(l["verdict"], l["reference_uid"]) for l in report["lines"]] == [("FAIL", "r1")]
+    assert report["lines"][0]["rule"] == "the run here failed: onnxruntime could not load the model"
+
+
+@pytest.mark.parametrize("scale, code, outcome", [(1.0, 0, "PASS"), (3.0, 1, "FAIL"), (1.5, 2, "INCONCLUSIVE")])
+def test_reproduce_exit_status_follows_the_outcome(monkeypatch, capsys, scale, code, outcome):
+    import cr.run.reproduce as reproduce
+    from cr.cli.main import main
+
+    ref = _samples(1, 4.76e6)
+    here = array("q", (int(scale * x) for x in ref)) if scale == 1.5 else _samples(2, 4.76e6, scale=scale)
+
+    def fake(source, offline=False, trust=False):
+        report = _verdict(ref, here, {"p50_ns": {"rel": 0.5}})
+        report.update(solution="solution:fake@1.0.0", platforms={"reference": "x86_64", "here": "x86_64"},
+                      failed_runs=[], not_stored=None)
+        return report
+
+    monkeypatch.setattr(reproduce, "reproduce", fake)
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "solution:fake"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == code and f"outcome: {outcome}" in out
+    assert re.search(rf"^{outcome} +benchmark single-stream threads=1 batch=1 ", out, re.M)
+    assert re.search(r"p50 latency +here [\d.]+ ms, reference 4\.7\d ms +ratio [\d.]+, 95% interval", out)
+    assert "e+0" not in out + err
+    if outcome == "FAIL":
+        assert err.startswith("Error: reproduction of solution:fake@1.0.0: FAIL (1 of 1 configurations)")
+    if outcome == "INCONCLUSIVE":
+        assert "Warning: reproduction of solution:fake@1.0.0: INCONCLUSIVE" in err and "Error:" not in err
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "solution:fake", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert exc.value.code == code and report["outcome"] == outcome and report["lines"][0]["verdict"] == outcome
 
 
 def test_accuracy_tolerance_says_which_applied_and_why():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_component, make_repo
+
+from cr.results.latencies import inline_raw, read_side
 
 QUICK = {"min_duration_s": 0.2, "min_queries": 100, "warmup_queries": 10, "batch_size": 1, "threads": 1, "seed": 0}
 
@@ -63,7 +66,47 @@ def test_init_benchmark_pack_unpack_reproduce_pass_then_fail_on_a_changed_step(r
     # verdicts against the reference, from its raw samples (the archive carries them beside its record)
     sig = report["performance"][0]["significance"]
     assert sig["missing"] is None and [m["metric"] for m in sig["metrics"]] == ["p50_ns", "p90_ns", "p99_ns", "mean_ns", "throughput_qps"]
-    assert "significance (here vs reference)" in done.stdout and "95% interval" in done.stdout
+    assert "intervals: 95% of the ratio here / reference" in done.stdout and "95% interval" in done.stdout
+    # one line for the benchmark, carrying the validate's accuracy (same stack); performance not judged
+    (line,) = report["lines"]
+    assert line["verdict"] == "PASS" and line["accuracy_from"] and [c["metric"] for c in line["accuracy"]] == ["top1", "top5"]
+    assert line["rule"].startswith("the run here succeeded; accuracy within its tolerance (top1, top5); performance not judged")
+    assert line["performance"][0]["ci"] == sig["metrics"][0]["ci"]  # the one statistic
+
+    # a declared tolerance (p50 at most 1.5 x the reference's), judged on the interval of here / reference
+    target = Path(report["init"]["archive"]["target"])
+    solution_meta = next(target.glob("solution/quick/*/meta.json"))
+    meta = json.loads(solution_meta.read_text())
+    meta["expected"] = {"p50_ns": {"rel": 0.5}}
+    solution_meta.write_text(json.dumps(meta, indent=2))
+    bench = next(p for p in (target / "results").glob("*.json") if json.loads(p.read_text())["action"] == "benchmark")
+    original = json.loads(bench.read_text())
+    side = read_side(bench.parent / original["raw"]["latencies_ns_file"], original["raw"], "reference")
+
+    def reference_scaled(factor: float) -> None:
+        record = json.loads(json.dumps(original))
+        record["raw"] = inline_raw([int(factor * x) for x in side])
+        record["metrics"]["latency_ns"] = {k: v * factor for k, v in record["metrics"]["latency_ns"].items()
+                                           if isinstance(v, (int, float))}
+        bench.write_text(json.dumps(record, indent=2))
+
+    reference_scaled(3.0)  # the reference 3x slower: the whole interval is far within the limit
+    done = run_cr("reproduce", archive, env=other, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^PASS +benchmark single-stream threads=1 batch=1 ", done.stdout, re.M)
+    assert "the whole interval lies within the limit, ratio at most 1.500 (declared rel 0.5)" in done.stdout
+    reference_scaled(1 / 5)  # the reference 5x faster: the whole interval beyond the limit, whatever the load
+    done = run_cr("reproduce", archive, env=other, timeout=300)
+    assert done.returncode == 1 and "outcome: FAIL" in done.stdout, done.stdout + done.stderr
+    assert re.search(r"^FAIL +benchmark single-stream threads=1 batch=1 ", done.stdout, re.M)
+    assert "the whole interval lies beyond the limit" in done.stderr
+    assert done.stderr.startswith("Error: reproduction of solution:quick@1.0.0: FAIL (1 of 1 configurations)")
+    # figures in the table's units, never raw nanosecond floats
+    assert re.search(r"p50 latency +here [\d.]+ (us|ms), reference [\d.]+ (us|ms) +ratio", done.stdout), done.stdout
+    assert "e+0" not in done.stdout + done.stderr
+    bench.write_text(json.dumps(original, indent=2))
+    del meta["expected"]
+    solution_meta.write_text(json.dumps(meta, indent=2))
 
     # the reproducer's copy of the model gets a different pre-processing step: FAIL, naming it
     unpacked = Path(report["init"]["archive"]["target"]) / "model/lenet-digits/1.0.0/meta.json"

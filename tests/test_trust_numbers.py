@@ -317,6 +317,9 @@ def test_reproduce_gives_each_benchmark_a_verdict_against_its_reference():
     assert sig["baseline"] == "aaaa" and sig["uid"] == "bbbb" and sig["metrics"][0]["verdict"] == "slower"
     assert sig["likely_causes"][0]["cause"] == "background CPU load" and sig["confidence"] == 0.95
     assert out["outcome"] == "PASS"  # performance is shown, judged only against a declared tolerance
+    line = out["lines"][0]
+    assert line["verdict"] == "PASS" and line["performance"][0]["comparison"] == "slower"
+    assert line["performance"][0]["ci"] == sig["metrics"][0]["ci"] and "no tolerance declared" in line["rule"]
     sig = reproduce_compare([ref], [here], {})["performance"][0]["significance"]
     assert sig["metrics"] == [] and "no raw latencies" in sig["missing"]
 

@@ -95,16 +95,20 @@ def init(kind, source, model, dataset, backend, variant, options, scenarios, ver
 @click.argument("source")
 @click.option("--offline", is_flag=True, help="Install nothing that needs the network.")
 @trust_option
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (report[\"lines\"]: the verdict per configuration).")
 def reproduce(source, offline, trust, as_json):
     """Reproduce a solution: cr reproduce ARCHIVE|solution:NAME.
 
-    Runs init, then every declared action, then compares each reference result the
-    archive carries with the run here of the same configuration (or, without references,
-    with the solution's expectations): accuracy must match within its tolerance;
-    performance is shown beside the reference machine's (and judged only where the
-    solution declares a tolerance). Exit 0 only when every run succeeded and everything
-    that must match does: a benchmark-only solution passes when its runs succeed.
+    Runs init, then every declared action, then gives each configuration a line: PASS,
+    FAIL or INCONCLUSIVE, comparing the run here with the reference result of the same
+    configuration the archive carries (or, without one, the solution's expectations).
+    A line FAILS when its run failed, accuracy misses its tolerance, or the whole 95%
+    interval of a performance ratio (here / reference) lies beyond a declared tolerance;
+    it is INCONCLUSIVE when that interval straddles the tolerance's limit. Performance
+    without a declared tolerance is shown, not judged.
+
+    Exit status: 0 PASS (every line passes), 1 FAIL (a line fails, or bad input),
+    2 INCONCLUSIVE (no line fails, one cannot be told from noise): as cr gate.
     """
     from ..run.reproduce import reproduce as run_reproduce
     from ..errors import CRError
@@ -114,57 +118,98 @@ def reproduce(source, offline, trust, as_json):
     if as_json:
         output.emit_json(report)
     else:
-        def number(x, digits=4):
-            return "" if x is None else f"{x:.{digits}f}"
-
-        def tolerance(c):
-            if c.get("allowed") is None:
-                return ""
-            return "exact" if c["allowed"] == 0 else f"+- {c['allowed']:.4f}"
-
         click.echo(clean(f"reproduction of {report['solution']}"))
-        rows = [[c["metric"], c.get("config") or "", number(c.get("reference")), number(c.get("here")), tolerance(c),
-                 "ok" if c["ok"] else "FAIL", c.get("detail") or (c.get("tolerance") or {}).get("basis") or ""]
-                for c in report["checks"]]
-        if rows:
-            output.table(["MUST MATCH", "CONFIG", "REFERENCE", "HERE", "TOLERANCE", "", "WHY"], rows)
-        perf = []
-        units = (("p50_ns", "p50"), ("p99_ns", "p99"), ("queries_per_s", "queries/s"), ("samples_per_s", "samples/s"))
-        for p in report["performance"]:
-            for key, label in units:
-                cell = p.get(key)
-                if not cell or (cell.get("reference") is None and cell.get("here") is None):
-                    continue
-                fmt = (lambda x: f"{x / 1e6:.4f} ms") if key.endswith("_ns") else (lambda x: f"{x:.1f} {label}")
-                check = ""
-                if cell.get("tolerance"):
-                    t = cell["tolerance"]
-                    bound = ", ".join(x for x in (t.get("rel") is not None and f"rel {t['rel']}", t.get("abs") is not None
-                                                  and f"abs {t['abs']}") if x)
-                    check = {True: "ok", False: "FAIL", None: "not judged"}[cell.get("ok")] + f" (declared {bound})"
-                perf.append([p.get("config") or p.get("scenario") or "", label,
-                             "" if cell["reference"] is None else fmt(cell["reference"]),
-                             "" if cell["here"] is None else fmt(cell["here"]),
-                             "" if cell["ratio"] is None else f"{cell['ratio']:.2f}x", check])
-        if perf:
-            output.table(["PERFORMANCE (expected to differ)", "METRIC", "REFERENCE", "HERE", "RATIO", "CHECK"], perf)
-        from .trust import reproduce_lines
-
-        for line in reproduce_lines(report):
-            click.echo(line)
-        for note in report.get("notes") or []:
-            click.echo(clean(f"note: {note}"))
-        for f in report["failed_runs"]:
-            click.echo(clean(f"failed: {f['action']} {f.get('config') or ''} ({f.get('uid')}): {f['error']}"))
+        for line in reproduce_text(report):
+            click.echo(clean(line))
         plats = report["platforms"]
         click.echo(clean(f"reference machine: {plats['reference'] or 'none (no reference results)'}"))
         click.echo(clean(f"this machine:      {plats['here']}"))
         click.echo(f"outcome: {report['outcome']}")
-    if report.get("not_stored") and report["outcome"] == "PASS":
+    if report.get("not_stored") and report["outcome"] != "FAIL":
         raise CRError(report["not_stored"]["message"], hint=report["not_stored"]["hint"])
-    if report["outcome"] != "PASS":
-        causes = [clean(c) for c in report["likely_causes"]
-                  + [f"{f['action']} {f.get('config') or ''} failed: {f['error']}" for f in report["failed_runs"]]]
-        raise CRError(f"reproduction of {clean(report['solution'])}: {report['outcome']}"
-                      + (f"; likely cause: {causes[0]}" if causes else ""),
-                      hint="; ".join(causes[1:4]) or "compare the software versions and the pipeline (cr results compare) with the reference")
+    lines = report.get("lines") or []
+    if report["outcome"] == "PASS":
+        return
+    bad = [f for f in report.get("failures") or [] if f["verdict"] == report["outcome"]]
+    first = clean(f"{bad[0]['config']}: {bad[0]['rule']}") if bad else ""
+    causes = [clean(c) for c in report["likely_causes"]]
+    head = f"reproduction of {clean(report['solution'])}: {report['outcome']} ({len(bad)} of {len(lines)} configurations)"
+    if report["outcome"] == "FAIL":
+        raise CRError(head + (f": {first}" if first else "") + (f"; likely cause: {causes[0]}" if causes else ""),
+                      hint="; ".join(causes[1:4]) or "compare the software versions and the pipeline (cr results compare) "
+                                                    "with the reference")
+    output.warn(head + (f": {first}" if first else ""))
+    if causes:
+        output.warn("likely causes: " + "; ".join(causes[:4]))
+    raise SystemExit(2)
+
+
+def _ratio_text(row: dict) -> str:
+    if row.get("ratio") is None:
+        return ""
+    text = f"ratio {row['ratio']:.3f}"
+    if row.get("ci"):
+        text += f", 95% interval {row['ci'][0]:.3f} .. {row['ci'][1]:.3f}"
+    return text
+
+
+def _judgement_text(row: dict, has_reference: bool) -> str:
+    """How the row was judged: each declared tolerance's verdict and limit, else the
+    comparison the interval gives, marked not judged."""
+    if row["judged"]:
+        parts = []
+        for j in row["judged"]:
+            t = j["tolerance"]
+            declared = ", ".join(x for x in (f"rel {t['rel']:g}" if t.get("rel") is not None else "",
+                                            f"abs {t['abs']}" if t.get("abs") is not None else "",
+                                            f"value {t['value']}" if t.get("value") is not None else "") if x)
+            verdict = j["verdict"] or "not judged"
+            limit = f", limit {j['bound']:.3f}" if j.get("bound") is not None else ""
+            parts.append(f"{verdict} ({j['key']} declared {declared}{limit})")
+        return "; ".join(parts)
+    if not has_reference:
+        return ""
+    return (f"{row['comparison']}, " if row.get("comparison") else "") + "not judged: no tolerance declared"
+
+
+def reproduce_text(report: dict) -> list[str]:
+    """The lines of `cr reproduce`: per configuration its verdict, then each performance
+    figure (reference and here in the tables' units, the ratio and its 95% interval, how it
+    was judged), the accuracy checks, the rule that decided, likely causes and notes."""
+    lines = report.get("lines") or []
+    out = []
+    if any(l.get("interval") for l in lines):
+        i = next(l["interval"] for l in lines if l.get("interval"))
+        out.append(f"intervals: {100 * i['confidence']:g}% of the ratio here / reference from both runs' raw samples "
+                   f"({i['method']}, {i['resamples']} resamples, seed {i['seed']}; as cr results compare)")
+    if lines:
+        out.append(f"rule: {report.get('rule')}")
+    for l in lines:
+        ref = f" vs reference {l['reference_uid']}" if l.get("reference_uid") else ""
+        here = f"here {l['here_uid']}" if l.get("here_uid") else "no run here"
+        out.append(f"{l['verdict']:<12} {l['action']} {l['config']}  ({here}{ref})")
+        for r in l["performance"]:
+            figures = (f"here {r['here_text']}, reference {r['reference_text']}" if r.get("reference_text")
+                       else f"here {r['here_text']}")
+            cells = [f"    {r['label']:<12} {figures}", _ratio_text(r), _judgement_text(r, bool(l.get("reference_uid")))]
+            out.append("  ".join(c for c in cells if c))
+        for c in l["accuracy"]:
+            if c.get("detail"):
+                out.append(f"    {c['metric']:<12} FAIL  {c['detail']}")
+                continue
+            got = "?" if c.get("here") is None else f"{c['here']:.4f}"
+            want = "" if c.get("reference") is None else f", {'reference' if c.get('reference_uid') else 'expected'} {c['reference']:.4f}"
+            allowed = "" if c.get("allowed") is None else ("exact" if c["allowed"] == 0 else f"+- {c['allowed']:.4f}")
+            basis = (c.get("tolerance") or {}).get("basis") or ""
+            out.append(f"    {c['metric']:<12} here {got}{want}  {'ok' if c['ok'] else 'FAIL'} ({allowed}: {basis})")
+        out.append(f"    rule: {l['rule']}")
+        if l["verdict"] != "PASS" and l["likely_causes"]:
+            out.append("    likely causes (most likely first; A is the reference, B the run here):")
+            out += [f"      {n}. {c}" for n, c in enumerate(l["likely_causes"], 1)]
+        elif l["verdict"] != "PASS" and l.get("reference_uid") and not l.get("error"):
+            unchecked = any(n.startswith("no machine state") for n in l.get("notes") or [])
+            out.append("    likely causes: none found in the two records (same platform, configuration and software"
+                       + ("; machine state not checked: see the note)" if unchecked else ", no machine state that explains it)"))
+        out += [f"    note: {n}" for n in l.get("notes") or []]
+    out += [f"note: {n}" for n in report.get("notes") or []]
+    return out

@@ -1,5 +1,5 @@
 """How the CLI words a run's phases, its fidelity check and the significance of a comparison
-(cr benchmark, cr results show, cr results compare, cr reproduce)."""
+(cr benchmark, cr results show, cr results compare)."""
 from __future__ import annotations
 
 from . import output
@@ -72,13 +72,6 @@ def _pct(x) -> str:
     return "?" if x is None else f"{100 * (x - 1):+.1f}%"
 
 
-def _rule(sig: dict) -> str:
-    conf = sig.get("confidence", 0.95)
-    return (f"{100 * conf:g}% bootstrap intervals of B/A from the raw samples ({sig.get('method')}; "
-            f"{sig.get('resamples')} resamples, seed {sig.get('seed')}); faster/slower only when the whole interval "
-            f"is beyond +-{100 * sig.get('min_effect', 0):g}%")
-
-
 def pair_lines(pair: dict, conf: float = 0.95) -> list[str]:
     """One comparison (cr.results.significance.compare_pair + likely_causes + notes): the
     verdict per metric with its ratio and interval, then the likely causes when a difference
@@ -103,29 +96,3 @@ def pair_lines(pair: dict, conf: float = 0.95) -> list[str]:
     lines += [f"  note: {n}" for n in pair.get("notes") or []]
     return [output.clean(line) for line in lines]
 
-
-def significance_lines(report: dict) -> list[str]:
-    """The verdict lines of `cr results compare`'s report["significance"]: each run against the baseline."""
-    sig = report.get("significance") if isinstance(report.get("significance"), dict) else None
-    if not sig:
-        return []
-    lines = [output.clean("verdicts: " + _rule(sig) + " (stricter than WITHIN NOISE above, which weighs only the "
-                          "sampling noise inside each run)")]
-    for pair in sig.get("pairs") or []:
-        lines.append(output.clean(f"{pair.get('uid')} vs baseline {pair.get('baseline')}:"))
-        lines += pair_lines(pair, sig.get("confidence", 0.95))
-    return lines
-
-
-def reproduce_lines(report: dict) -> list[str]:
-    """The verdict lines of `cr reproduce`: each benchmark here against its reference."""
-    lines = []
-    for p in report.get("performance") or []:
-        sig = p.get("significance")
-        if not isinstance(sig, dict):
-            continue
-        if not lines:
-            lines.append(output.clean("significance (here vs reference): " + _rule(sig)))
-        lines.append(output.clean(f"{p.get('config') or p.get('scenario') or ''}: {sig.get('uid')} vs reference {sig.get('baseline')}:"))
-        lines += pair_lines(sig, sig.get("confidence", 0.95))
-    return lines
