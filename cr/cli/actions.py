@@ -279,6 +279,9 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
                 rows.append([f"expected {c['metric']}", f"{c['expected']:.4f} +- {c['allowed']:.4f}: {'ok' if c['ok'] else 'OUT OF TOLERANCE'}"])
         rows.append(["outcome", v.get("outcome")])
         rows.append(["pipeline sha256", (record.get("pipeline") or {}).get("sha256", "")[:16]])
+        from ..results.placement import rows as placement_rows
+
+        rows += placement_rows(record)
         output.table(["METRIC", "VALUE"], rows, title=f"{record['components'][0]['ref']} ({(record.get('pipeline') or {}).get('variant')}) on {record['backend']['name']}")
 
     show(record, out, as_json, table)

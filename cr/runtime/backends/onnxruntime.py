@@ -96,7 +96,9 @@ class OnnxruntimeBackend(Backend):
             wanted = [wanted]
         chosen = []
         for p in wanted:
-            full = _SHORT.get(str(p).lower(), p)
+            # cuda, tensorrt, cpu; any other provider by its name without "ExecutionProvider" (azure, openvino)
+            full = _SHORT.get(str(p).lower()) or next(
+                (a for a in available if a.lower() in (str(p).lower(), str(p).lower() + "executionprovider")), p)
             if full not in available:
                 raise CRError(
                     f"onnxruntime has no execution provider {p!r} here",
