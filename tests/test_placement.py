@@ -292,6 +292,10 @@ def test_the_dashboard_result_page_shows_the_placement(run_cr, tmp_path, page):
                   "--require-placement", "xnnpack:0.5")
     assert done.returncode == 0, done.stderr
     record = json.loads((results / "r.json").read_text())
+    junk = {**record, "uid": "0123456789abcdef", "placement": {  # a record from elsewhere: any type anywhere
+        "by_provider": {"a": "x", "b": None, "c": 1e308, "d": [1]}, "nodes": "12", "required": [None, 5, {"min_share": "x"}],
+        "fallback_ops": [1], "requested": "cpu", "how": {"a": 1}, "verdict": ["<b>x</b>"], "unit": 3}}
+    (results / "junk.json").write_text(json.dumps(junk))
     old = set_reporter(CollectingReporter())
     try:
         info = build(results, tmp_path / "site")
@@ -304,4 +308,7 @@ def test_the_dashboard_result_page_shows_the_placement(run_cr, tmp_path, page):
     assert "Placement" in text and f"{nodes} ops" in text and "met" in text
     assert f"{by['XNNPACK'] / nodes * 100:.1f} %" in text and f"{by['CPU'] / nodes * 100:.1f} %" in text
     assert "On the CPU: SHAPE x1" in text and "_get_ops_details" in text
+    _open(page, (tmp_path / "site", info, {}), "#/result/0123456789abcdef")
+    page.wait_for_selector("#placement")
+    assert "not reported" in page.locator("#placement").inner_text()
     assert not page.problems
