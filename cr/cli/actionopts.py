@@ -30,6 +30,24 @@ def target_options(f):
     return f
 
 
+def _placement_requirement(ctx, param, value):
+    """Parse --require-placement at the command line: a malformed one is an Error before anything runs."""
+    if value:
+        from ..runtime.placement import parse
+
+        parse(value)
+    return value
+
+
+def require_placement_option(f):
+    """--require-placement NAME[:SHARE],...: the run fails unless the framework placed that share there."""
+    return click.option(
+        "--require-placement", "require_placement", metavar="NAME[:SHARE],...", callback=_placement_requirement,
+        help="Fail the run (before measuring) unless the framework placed at least SHARE (default 1) of the model on "
+             "each named execution provider or delegate, e.g. CUDAExecutionProvider:0.95, cuda:95%, xnnpack:1.0 "
+             "(docs/placement.md).")(f)
+
+
 def kept(call):
     """(what call returns, None), or, when the results store did not take a record,
     (the records it carries: one, or a list for a solution, NotStored): the result is shown

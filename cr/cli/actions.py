@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
-from .actionopts import conclude, finish, kept, one, show, status, target_options
+from .actionopts import conclude, finish, kept, one, require_placement_option, show, status, target_options
 from .options import backend_options
 
 
@@ -54,6 +54,9 @@ def _summary_rows(record: dict) -> list[list]:
     details = [f"{info['framework']} {info['version']}"] if info.get("version") else []
     details += info.get("providers") or []
     rows.append(["backend", record["backend"]["name"] + (f" ({', '.join(details)})" if details else "")])
+    from ..results.placement import rows as placement_rows
+
+    rows += placement_rows(record)
     from ..results.machine import rows as machine_rows
 
     rows += machine_rows(record)  # memory, energy, the machine's state (cr.run.monitor)
@@ -121,6 +124,7 @@ def _check_tolerance(validation: dict) -> None:
 @click.option("--include-preprocess", is_flag=True, default=None, help="Time pre-processing together with inference.")
 @click.option("--engine", type=click.Choice(["cr", "loadgen"]), help="cr's harness (default) or MLPerf LoadGen (logs kept beside the result).")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+@require_placement_option
 def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, **params):
     """Benchmark a model or solution: cr benchmark model NAME[@SPEC] --backend onnxruntime.
 
@@ -225,6 +229,7 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 @click.option("--iou-threshold", type=float, help="Detection: IoU for a match (default 0.5).")
 @click.option("--threads", type=int, help="The backend's compute threads.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
+@require_placement_option
 def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, parity, **params):
     """Check accuracy against the model's expected metrics: cr validate model NAME --backend B.
 
@@ -274,6 +279,9 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
                 rows.append([f"expected {c['metric']}", f"{c['expected']:.4f} +- {c['allowed']:.4f}: {'ok' if c['ok'] else 'OUT OF TOLERANCE'}"])
         rows.append(["outcome", v.get("outcome")])
         rows.append(["pipeline sha256", (record.get("pipeline") or {}).get("sha256", "")[:16]])
+        from ..results.placement import rows as placement_rows
+
+        rows += placement_rows(record)
         output.table(["METRIC", "VALUE"], rows, title=f"{record['components'][0]['ref']} ({(record.get('pipeline') or {}).get('variant')}) on {record['backend']['name']}")
 
     show(record, out, as_json, table)

@@ -175,6 +175,9 @@ def show(uid, raw, as_json):
     if record.get("lock"):
         rows.append(["lock", str((record["lock"] or {}).get("root", "yes"))])
     rows += _metric_rows(record)
+    from ..results.placement import rows as placement_rows
+
+    rows += placement_rows(record)  # where the framework put the model (docs/placement.md)
     from ..results.machine import rows as machine_rows
 
     rows += machine_rows(record)  # memory, energy, the machine's state

@@ -95,6 +95,9 @@
       var m = ctx.m;
       if (rec.machine || (m && (m.energy || m.memory))) main.appendChild(machineSection(rec));
     } },
+    { id: "placement", render: function (main, rec) {
+      if (rec.placement && typeof rec.placement === "object" && !Array.isArray(rec.placement)) main.appendChild(placementSection(obj(rec.placement)));
+    } },
     { id: "parity", render: function (main, rec) {
       if (!rec.parity || typeof rec.parity !== "object") return;
       var parity = obj(rec.parity), ps = section("Parity", "parity");
@@ -244,6 +247,34 @@
     return s;
   }
   // -- end of the machine block --
+
+  // -- where the work ran: the record's "placement" (docs/placement.md) --
+  function placementSection(p) {
+    var s = section("Placement", "placement");
+    var by = obj(p.by_provider), nodes = isNum(p.nodes) ? p.nodes : null, unit = txt(p.unit) || "units";
+    var names = Object.keys(by).filter(function (k) { return isNum(by[k]); }).sort(function (a, b) { return by[b] - by[a]; });
+    var pairs = [["backend", txt(p.backend)], ["requested", joined(arr(p.requested))]];
+    if (p.device) pairs.push(["device", txt(p.device)]);
+    pairs.push(["counted", nodes !== null ? fmtInt(nodes) + " " + unit : "not reported"]);
+    if (arr(p.required).length) pairs.push(["requirement", [badge(p.verdict), " " + txt(p.rule)]]);
+    pairs.push(["how", txt(p.how)]);
+    s.appendChild(kv(pairs, "placement"));
+    if (names.length) {
+      s.appendChild(objectTable(names.map(function (k) {
+        return { provider: k, count: by[k], share: nodes ? by[k] / nodes : null };
+      }), [["provider", "Provider"], ["count", "Count (" + unit + ")"],
+           ["share", "Share", function (x) { return isNum(x) ? (x * 100).toFixed(1) + " %" : DASH; }]], "placement-providers"));
+    }
+    if (arr(p.required).length) {
+      s.appendChild(objectTable(p.required, [["name", "Required"],
+        ["min_share", "At least", function (x) { return isNum(x) ? (x * 100).toFixed(0) + " %" : DASH; }],
+        ["share", "Got", function (x) { return isNum(x) ? (x * 100).toFixed(1) + " %" : DASH; }],
+        ["ok", "Met", function (x) { return x === true ? "yes" : x === false ? badge("FAIL") : DASH; }]]));
+    }
+    var fallback = obj(p.fallback_ops), ops = Object.keys(fallback);
+    if (ops.length) s.appendChild(h("p", { class: "note" }, "On the CPU: " + ops.slice(0, 20).map(function (k) { return k + " x" + txt(fallback[k]); }).join(", ")));
+    return s;
+  }
 
   function latencySection(rec, token) {
     var raw = obj(rec.raw), s = section("Latency distribution", "latency");

@@ -1,7 +1,7 @@
 """The benchmark action's entry (actions/benchmark/meta.json: entry).
 
 job: see cr.runtime.actions.common; params: the action's parameters.
-  ->  {"metrics", "backend_info", "model_file", "pipeline", "inputs", "profile",
+  ->  {"metrics", "backend_info", "model_file", "pipeline", "inputs", "profile", "placement",
        "_latencies": array('q')}   (the child writes the latencies to a binary file)
 
 Inputs ("inputs" parameter): "dataset" feeds pre-processed samples of the job's dataset
@@ -93,5 +93,6 @@ def main(job: dict) -> dict:
         "pipeline": opened.pipeline(),
         "profile": profile,
         "inputs": inputs,
+        "placement": opened.placement,
         "_latencies": outcome.latencies_ns,
     }

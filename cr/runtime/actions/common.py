@@ -7,10 +7,11 @@ job (built by cr.run.actions):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...errors import CRError
 from .. import model as model_files
+from .. import placement as placements
 from ..backends.base import check_format, check_options
 from ..pipeline import Pipeline, describe
 from ..registry import BackendEntry, load_class
@@ -22,6 +23,7 @@ class Opened:
     meta: dict
     ref: str
     located: dict
+    placement: dict | None = field(default=None)  # where the framework put the model (cr.runtime.placement)
 
     def info(self) -> dict:
         return self.backend.info() if callable(getattr(self.backend, "info", None)) else {}
@@ -57,8 +59,17 @@ def open_backend(job: dict) -> Opened:
         options.setdefault("threads", params["threads"])
     check_format(backend, meta, ref)
     check_options(backend, options)
+    required = placements.parse(params.get("require_placement"))
+    available = getattr(backend, "placement_available", None)
+    if required and callable(available):  # a provider this machine lacks: refused before the model loads
+        placements.check_available(b["name"], required, available(options))
     backend.load(located["path"], meta, options)
-    return Opened(backend, meta, ref, located)
+    opened = Opened(backend, meta, ref, located, placements.record(backend, b["name"], required))
+    failure = placements.unmet(opened.placement)
+    if failure is not None:  # asked for a provider and did not get it: no numbers from elsewhere
+        backend.close()
+        raise failure
+    return opened
 
 
 def as_list(outputs) -> list:

@@ -145,6 +145,7 @@ def run(job: dict) -> dict:
         finally:
             opened.backend.close()
         return {"predictions": predictions, "stream": summary, "backend_info": info, "model_file": opened.model_file(),
+                "placement": opened.placement,
                 "pipeline": opened.pipeline(), "inputs": {"provider": "stream", "source": summary["source"],
                                                           "samples": summary["frames"]}}
     try:
@@ -169,7 +170,8 @@ def run(job: dict) -> dict:
     finally:
         opened.backend.close()
     return {"predictions": predictions, "backend_info": info, "model_file": opened.model_file(),
-            "pipeline": opened.pipeline(), "inputs": _inputs_record(job, dataset, len(samples))}
+            "pipeline": opened.pipeline(), "inputs": _inputs_record(job, dataset, len(samples)),
+            "placement": opened.placement}
 
 
 def _inputs_record(job, dataset, count) -> dict:
@@ -314,6 +316,7 @@ def validate(job: dict) -> dict:
         "validation": {"outcome": outcome, "checks": checks, **metrics},
         "backend_info": info, "model_file": opened.model_file(), "pipeline": opened.pipeline(),
         "inputs": _inputs_record(job, dataset, len(rows)),
+        "placement": opened.placement,
     }
     if params.get("keep_outputs"):
         out["outputs"] = {"ids": [s.id for s, _r, _p in rows], "raw": [[o.tolist() for o in raw] for _s, raw, _p in rows]}

@@ -105,6 +105,7 @@ def main(job: dict) -> dict:
         "pipeline": opened.pipeline(),
         "inputs": {"provider": "synthetic", "seed": int(params.get("seed", 0)), "batch_size": batch_size, "samples": samples},
         "trace_file": trace_path,
+        "placement": opened.placement,
     }
 
 

@@ -13,6 +13,10 @@ A backend is a class, instantiated with no arguments, then:
     info() -> dict                    optional: framework name, version, devices used
     outputs() -> [{"name", "shape", "dtype"}] | None   optional: what run() returns, in its
                                       order (None: known only by running the model)
+    placement() -> dict               optional: where the framework put the model, after load():
+                                      {unit, requested, by_provider, nodes, how} (docs/placement.md)
+    placement_available(options)      optional classmethod: the providers/devices this machine
+                                      offers, asked before load() by --require-placement
     prepare(batch) -> None            optional: get ready for batches shaped like this one
                                       (e.g. resize a TFLite interpreter), outside the timed
                                       loop; run() does it itself on a new shape otherwise

@@ -13,6 +13,7 @@ _DTYPES = {
     "tensor(bool)": "bool",
 }
 _LEVELS = ("disable", "basic", "extended", "all")
+_ASSIGNMENT_KEY = "session.record_ep_graph_assignment_info"
 _SHORT = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
 
 
@@ -58,6 +59,10 @@ class OnnxruntimeBackend(Backend):
         if mode not in ("sequential", "parallel"):
             raise CRError(f"onnxruntime option execution_mode is {mode!r}", hint="use sequential or parallel")
         so.execution_mode = ort.ExecutionMode.ORT_PARALLEL if mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
+        try:  # which nodes each execution provider got: placement() (ONNX Runtime >= 1.23 records it)
+            so.add_session_config_entry(_ASSIGNMENT_KEY, "1")
+        except Exception:  # noqa: BLE001 - an older build: placement() says it cannot tell
+            pass
         so.enable_profiling = bool(options.get("profile", False))
         if so.enable_profiling and options.get("profile_prefix"):
             so.profile_file_prefix = str(options["profile_prefix"])
@@ -91,7 +96,9 @@ class OnnxruntimeBackend(Backend):
             wanted = [wanted]
         chosen = []
         for p in wanted:
-            full = _SHORT.get(str(p).lower(), p)
+            # cuda, tensorrt, cpu; any other provider by its name without "ExecutionProvider" (azure, openvino)
+            full = _SHORT.get(str(p).lower()) or next(
+                (a for a in available if a.lower() in (str(p).lower(), str(p).lower() + "executionprovider")), p)
             if full not in available:
                 raise CRError(
                     f"onnxruntime has no execution provider {p!r} here",
@@ -120,6 +127,44 @@ class OnnxruntimeBackend(Backend):
         if not self._profile or self.session is None:
             return None
         return {"file": self.session.end_profiling()}
+
+    @classmethod
+    def placement_available(cls, options: dict) -> list[str]:
+        """The execution providers this onnxruntime build offers (cr.runtime.placement)."""
+        import onnxruntime as ort
+
+        return list(ort.get_available_providers())
+
+    def placement(self) -> dict:
+        """The nodes ONNX Runtime assigned to each execution provider when it partitioned the graph
+        (InferenceSession.get_provider_graph_assignment_info, recorded at load)."""
+        session = self.session
+        out = {"unit": "nodes", "requested": list(self._requested), "active": list(session.get_providers())}
+        get = getattr(session, "get_provider_graph_assignment_info", None)
+        subgraphs = get() if callable(get) else None
+        if not subgraphs:
+            why = ("has no InferenceSession.get_provider_graph_assignment_info" if not callable(get)
+                   else "recorded no graph assignment")
+            return {**out, "by_provider": None, "nodes": None,
+                    "how": f"onnxruntime {self._ort.__version__} {why}: only the session's providers are known "
+                           "(session.get_providers())"}
+        by: dict = {}
+        parts: dict = {}
+        ops: dict = {}
+        for sg in subgraphs:
+            nodes = sg.get_nodes()
+            by[sg.ep_name] = by.get(sg.ep_name, 0) + len(nodes)
+            parts[sg.ep_name] = parts.get(sg.ep_name, 0) + 1
+            for node in nodes:
+                counts = ops.setdefault(sg.ep_name, {})
+                counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        out.update({"by_provider": by, "nodes": sum(by.values()), "subgraphs": parts, "op_types": ops,
+                    "how": f"InferenceSession.get_provider_graph_assignment_info() with session config {_ASSIGNMENT_KEY}=1 "
+                           "(the nodes each execution provider was assigned when ONNX Runtime partitioned the graph)"})
+        if any(p != "CPUExecutionProvider" for p in self._requested) and "CPUExecutionProvider" in ops:
+            cpu = ops["CPUExecutionProvider"]
+            out["fallback_ops"] = dict(sorted(cpu.items(), key=lambda kv: -kv[1]))
+        return out
 
     def info(self):
         return {

@@ -193,6 +193,25 @@ class TensorflowBackend(Backend):
         self._call = None
         self._loaded = None
 
+    @classmethod
+    def placement_available(cls, options: dict) -> list[str]:
+        """The devices TensorFlow sees (CPU:0, GPU:0, ...)."""
+        import tensorflow as tf
+
+        return [d.name.replace("/physical_device:", "") for d in tf.config.list_physical_devices()]
+
+    def placement(self) -> dict:
+        """Where TensorFlow's placer can put the ops: with no GPU visible, every op runs on CPU:0; with
+        one, per-op placement is not collected (tf.debugging.set_log_device_placement logs it)."""
+        devices = [d.name.replace("/device:", "") for d in self._tf.config.list_logical_devices()]
+        how = "tf.config.list_logical_devices()"
+        if all(d.startswith("CPU") for d in devices):
+            return {"unit": "model", "requested": devices, "by_provider": {devices[0] if devices else "CPU:0": 1},
+                    "nodes": 1, "how": f"{how}: no GPU is visible to TensorFlow, so its placer puts every op on the CPU"}
+        return {"unit": "model", "requested": devices, "by_provider": None, "nodes": None,
+                "how": f"{how}: {', '.join(devices)}; TensorFlow places each op at run time (GPU first) and does not "
+                       "report it (tf.debugging.set_log_device_placement logs it)"}
+
     def info(self):
         tf = self._tf
         threading = tf.config.threading

@@ -182,6 +182,12 @@ class TensorrtBackend(Backend):
             cudart.cudaStreamDestroy(self._stream)
             self._stream = None
 
+    def placement(self) -> dict:
+        """The engine's layers per device, from TensorRT's engine inspector (see inspector_placement)."""
+        inspector = self.engine.create_engine_inspector()
+        text = inspector.get_engine_information(self._trt.LayerInformationFormat.JSON)
+        return inspector_placement(text, f"cuda:{self._device}")
+
     def info(self):
         cudart = self._cudart
         props = _cuda(cudart, cudart.cudaGetDeviceProperties(self._device), "cudaGetDeviceProperties")
@@ -194,6 +200,24 @@ class TensorrtBackend(Backend):
             "engine": self._built or {"from": "plan"},
             "max_shapes": {t: list(s) for t, s in self._max.items()},
         }
+
+
+def inspector_placement(text: str, device: str = "cuda:0") -> dict:
+    """Layers per device from IEngineInspector.get_engine_information(LayerInformationFormat.JSON):
+    {"Layers": [names] (the default profiling verbosity) or [{"Name", "LayerType", ...}] (DETAILED),
+    "Bindings": [...]}. A TensorRT layer runs on the GPU unless the inspector names it a DLA
+    layer (Jetson's deep-learning accelerator); there is no CPU fallback inside an engine."""
+    import json
+
+    layers = (json.loads(text) or {}).get("Layers") or []
+    by: dict = {}
+    for layer in layers:
+        kind = str(layer.get("LayerType", "")) if isinstance(layer, dict) else ""
+        key = "DLA" if "dla" in kind.lower() else device
+        by[key] = by.get(key, 0) + 1
+    return {"unit": "layers", "requested": [device], "device": device, "by_provider": by, "nodes": len(layers),
+            "how": "TensorRT IEngineInspector.get_engine_information(LayerInformationFormat.JSON): the engine's "
+                   "layers (after fusion); each runs on the GPU unless its LayerType names DLA"}
 
 
 def build_plan(onnx_path: str, plan_path: str, options: dict | None = None, inputs: list | None = None) -> dict:

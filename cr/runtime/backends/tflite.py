@@ -122,6 +122,41 @@ class TfliteBackend(Backend):
         self._interp = None
         self._delegates = []
 
+    @classmethod
+    def placement_available(cls, options: dict) -> list[str]:
+        """CPU, XNNPACK unless turned off, and the delegate libraries the options load."""
+        names = ["CPU"] + (["XNNPACK"] if options.get("xnnpack") is not False else [])
+        for spec in options.get("delegates") or []:
+            library = spec.get("library") if isinstance(spec, dict) else spec
+            names.append(_delegate_key(str(library)))
+        return names
+
+    def placement(self) -> dict:
+        """Ops run by a delegate vs by TFLite's own CPU kernels, read off the interpreter's ops
+        (see delegated_ops)."""
+        details = self._interp._get_ops_details()  # noqa: SLF001 - the interpreter's only op listing
+        delegated, kernels = delegated_ops(details)
+        original = [d for d in details if d.get("op_name") != "DELEGATE"]
+        libraries = [library for library, _ in self._delegates]
+        if libraries and self._xnnpack is False and len(libraries) == 1:
+            key = _delegate_key(libraries[0])
+        elif libraries:
+            key = "delegates (" + ", ".join([_delegate_key(x) for x in libraries] + ([] if self._xnnpack is False else ["XNNPACK"])) + ")"
+        else:
+            key = "XNNPACK"
+        by = {key: len(delegated), "CPU": len(original) - len(delegated)} if delegated else {"CPU": len(original)}
+        cpu_ops: dict = {}
+        for d in original:
+            if d["index"] not in delegated:
+                cpu_ops[d["op_name"]] = cpu_ops.get(d["op_name"], 0) + 1
+        requested = ["CPU"] + libraries + ([] if self._xnnpack is False else ["XNNPACK"])
+        return {"unit": "ops", "requested": requested, "by_provider": by,
+                "nodes": len(original), "delegate_kernels": kernels,
+                "fallback_ops": dict(sorted(cpu_ops.items(), key=lambda kv: -kv[1])) if cpu_ops and delegated else None,
+                "how": f"{self._runtime.name} Interpreter._get_ops_details(): the model's ops and the DELEGATE kernels that "
+                       "replaced some of them; an op is delegated when it lies between a DELEGATE kernel's input and "
+                       "output tensors"}
+
     def info(self):
         return {
             "framework": "tflite",
@@ -132,6 +167,45 @@ class TfliteBackend(Backend):
             "xnnpack": self._xnnpack if self._xnnpack is not None else "default",
             "delegates": [library for library, _ in self._delegates],
         }
+
+
+def _delegate_key(library: str) -> str:
+    import os
+
+    return os.path.basename(library)
+
+
+def delegated_ops(details: list) -> tuple[set, int]:
+    """({indices of the model's ops a delegate runs}, number of DELEGATE kernels) from an
+    interpreter's op details (after allocate_tensors).
+
+    A delegate replaces a partition of the graph with one DELEGATE kernel whose inputs are
+    the partition's inputs (weights included) and whose outputs are its outputs; the replaced
+    ops stay listed but are no longer in the execution plan. Walking back from each DELEGATE
+    kernel's outputs through their producers, stopping at its inputs, finds that partition.
+    """
+    kernels = [d for d in details if d.get("op_name") == "DELEGATE"]
+    producer, by_index = {}, {}
+    for d in details:
+        if d.get("op_name") != "DELEGATE":
+            by_index[d["index"]] = d
+            for t in d.get("outputs", []):
+                producer[int(t)] = d["index"]
+    delegated: set = set()
+    for kernel in kernels:
+        stop = {int(t) for t in kernel.get("inputs", [])}
+        todo, seen = [int(t) for t in kernel.get("outputs", [])], set()
+        while todo:
+            tensor = todo.pop()
+            if tensor in seen or tensor in stop:
+                continue
+            seen.add(tensor)
+            op = producer.get(tensor)
+            if op is None or op in delegated:
+                continue
+            delegated.add(op)
+            todo += [int(t) for t in by_index[op].get("inputs", []) if int(t) >= 0]
+    return delegated, len(kernels)
 
 
 class _Runtime:

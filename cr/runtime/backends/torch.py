@@ -181,6 +181,31 @@ class TorchBackend(Backend):
         self.model = None
         self._call = None
 
+    @classmethod
+    def placement_available(cls, options: dict) -> list[str]:
+        """cpu, and cuda:N for each CUDA device this torch sees."""
+        import torch
+
+        return ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else ["cpu"]
+
+    def placement(self) -> dict:
+        """The device of each of the model's parameters and buffers (the inputs go to the backend's device)."""
+        by: dict = {}
+        module = self.model
+        tensors = []
+        for get in ("parameters", "buffers"):
+            try:
+                tensors += list(getattr(module, get)())
+            except Exception:  # noqa: BLE001 - a compiled wrapper or exported module without them
+                pass
+        for t in tensors:
+            by[str(t.device)] = by.get(str(t.device), 0) + 1
+        device = str(self._device)
+        return {"unit": "tensors", "requested": [device], "device": device, "by_provider": by or {device: 0},
+                "nodes": sum(by.values()),
+                "how": "torch: the device of every parameter and buffer of the module (module.parameters(), "
+                       "module.buffers()); the inputs are moved to the backend's device option"}
+
     def info(self):
         torch = self._torch
         device = self._device
