@@ -10,6 +10,7 @@ import pytest
 
 from conftest import make_component, make_repo
 from helpers.campaign import null_solution
+from helpers.dashboard import PLATFORMS, _open, _wait, browser, write  # noqa: F401  (browser: a fixture)
 
 from cr.errors import CRError
 from cr.results import sustained as S
@@ -206,3 +207,47 @@ def test_a_campaign_with_a_sustained_phase_ranks_cold_and_sustained(repo, run_cr
 def test_a_campaign_with_a_bad_sustained_duration_names_the_file_and_the_field(repo, run_cr):
     path = make_component(repo, "campaign", "bad", solutions=["solution:null-digits"], sustained="soon")
     _refused(run_cr("campaign", "show", "bad", "--jobs"), str(path), "/sustained", "'soon' is not a duration")
+
+
+# -- the dashboard's result page ---------------------------------------------------------------
+
+def test_the_result_page_charts_the_curve_with_the_verdict(browser, tmp_path):  # noqa: F811 (fixture)
+    from cr.dashboard import build, sample
+    from cr.events import CollectingReporter, set_reporter
+    from cr.platform import detect
+
+    rng = random.Random(5)
+    lat = array("q", [int(1e6 * rng.lognormvariate(0, 0.03) * (1.2 if i >= 2000 else 1)) for i in range(8000)])
+    edges = [(int((i + 1) * 1e9), (i + 1) * 1000) for i in range(8)]
+    states = [{"freq_mhz": 3000.0 if i < 2 else 2500.0, "temp_c": 60.0 + i, "load_1m": 1.0, "cpu_other_share": 0.01}
+              for i in range(8)]
+    rec = sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", detect(PLATFORMS / "x86-laptop").to_dict(),
+                                  list(lat), uid="e" + "0" * 15, started="2026-12-01T10:00:00.000Z")
+    rec["metrics"]["sustained"] = S.analyse(lat, edges, states, 0, 8.0, 1.0)
+    write(rec, tmp_path / "results" / "warm.json")
+    old = set_reporter(CollectingReporter())
+    try:
+        build(tmp_path / "results", tmp_path / "dash")
+    finally:
+        set_reporter(old)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    problems = []
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    pg.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    _open(pg, (tmp_path / "dash", None), f"#/result/{rec['uid']}")
+    pg.wait_for_selector("#sustained")
+    _wait(pg, "() => document.querySelector('#sustained').getAttribute('data-chart') === '1'")
+    section = pg.locator("#sustained")
+    assert section.get_attribute("data-windows") == "8"
+    verdict = section.locator("p.verdict")
+    assert verdict.get_attribute("data-throttled") == "1" and verdict.get_attribute("data-drift") == "slower"
+    assert verdict.inner_text() == rec["metrics"]["sustained"]["verdict"]
+    assert "throttling from 2s" in verdict.inner_text() and "CPU clock -17%" in verdict.inner_text()
+    assert "stays above the reference p50" in section.inner_text()
+    assert not problems
+    import os
+
+    if os.environ.get("CR_TEST_SHOTS"):
+        section.screenshot(path=os.path.join(os.environ["CR_TEST_SHOTS"], "sustained.png"))
+    context.close()
