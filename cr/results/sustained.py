@@ -50,7 +50,7 @@ _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?
 def parse_duration(text, where: str = "--sustained") -> float:
     """Seconds of '5m', '90s', '1m30s', '1.5m', '2h' (or a bare number of seconds); CRError
     naming where and the value otherwise (zero, negative, no unit we know, above 24 h)."""
-    hint = f"give a duration such as {where} 5m, 90s or 1m30s (units h, m, s; at most 24h)"
+    hint = "give a duration such as 5m, 90s or 1m30s (units h, m, s; a bare number is seconds; at most 24h)"
     if isinstance(text, bool) or text is None:
         raise CRError(f"{where}: {text!r} is not a duration", hint=hint)
     if isinstance(text, (int, float)):
