@@ -251,3 +251,10 @@ def test_the_result_page_charts_the_curve_with_the_verdict(browser, tmp_path):  
     if os.environ.get("CR_TEST_SHOTS"):
         section.screenshot(path=os.path.join(os.environ["CR_TEST_SHOTS"], "sustained.png"))
     context.close()
+
+
+def test_the_reference_label_says_what_it_covers():
+    lat = array("q", [1_000_000 + (i % 7) * 1000 for i in range(200)])
+    block = S.analyse(lat, [(1_000_000_000, 100), (2_000_000_000, 200)], [{}, {}], 0, 2.0, 1.0)
+    assert block["reference"]["windows"] == 1 and block["reference"]["label"] == "first 1s"  # not the nominal 0.5 s
+    assert "first 1s p50" in block["verdict"]

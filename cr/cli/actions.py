@@ -77,6 +77,9 @@ def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, 
         output.emit_json([to_json(r) for r in records])
     else:
         output.table(SOLUTION_HEADERS, solution_rows(records), title=f"{records[0]['components'][0]['ref']} on {records[0]['backend']['name']}")
+        for r in records:  # a --sustained benchmark: its verdict under the table (cr results show UID: the curve)
+            if isinstance((r.get("metrics") or {}).get("sustained"), dict):
+                click.echo(output.clean(f"{r.get('uid')}: {r['metrics']['sustained'].get('verdict')}"))
     if out:
         click.echo(f"results: {out}/", err=True)
 

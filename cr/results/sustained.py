@@ -256,12 +256,13 @@ def analyse(latencies, edges: list, states: list, start_ns: int, duration_s: flo
     cut = edges[ref_n - 1][1] if ref_n and edges else 0
     ref_lat = latencies[:cut]
     ref_p50 = _quantile(sorted(ref_lat), 0.5) if len(ref_lat) else None
+    seconds = windows[ref_n - 1]["end_s"] if ref_n else 0.0
     block = {
         "duration_s": duration_s,
         "window_s": window_s,
         "ran_s": windows[-1]["end_s"] if windows else 0.0,
-        "reference": {"windows": ref_n, "span_s": span, "seconds": windows[ref_n - 1]["end_s"] if ref_n else 0.0,
-                      "queries": cut, "label": reference_label(span),
+        "reference": {"windows": ref_n, "span_s": span, "seconds": seconds,
+                      "queries": cut, "label": reference_label(seconds, window_s),
                       "rule": f"the windows ending in the first {format_duration(REFERENCE_S)} (the first quarter of a "
                               f"run shorter than {format_duration(SHORT_RUN_S)}), at least one"},
         "windows": windows,
@@ -273,8 +274,10 @@ def analyse(latencies, edges: list, states: list, start_ns: int, duration_s: flo
     return block
 
 
-def reference_label(span_s: float) -> str:
-    return "first minute" if span_s >= REFERENCE_S else f"first {format_duration(span_s)}"
+def reference_label(seconds: float, window_s: float) -> str:
+    """'first minute' for a reference that ends within a window of one minute, else 'first 15s'
+    (what it actually covers: a run of 2 s with 1 s windows has a reference of 1 s, not 0.5 s)."""
+    return "first minute" if abs(seconds - REFERENCE_S) <= window_s else f"first {format_duration(seconds)}"
 
 
 def _pct(x) -> str:
