@@ -50,6 +50,7 @@ def run_here(job: CampaignJob, ref: str, init: bool = True, install: bool = Fals
             except NotStored as exc:  # store=False: not expected, but the records are what counts
                 got = exc.records
             records += got
+        records += _sustained_phase(job, ref, overrides, kw, records, install)
     except CRError as exc:
         error = {"message": exc.message, "hint": exc.hint}
     failed = [r for r in records if r.get("status") != "ok"]
@@ -62,6 +63,29 @@ def run_here(job: CampaignJob, ref: str, init: bool = True, install: bool = Fals
                  "hint": "the model ran but its accuracy is outside the expected tolerance (cr results show UID lists each check)"}
     return {"status": "failed" if error else "ok", "records": records, "error": error,
             "started": started, "ended": now(), "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _sustained_phase(job: CampaignJob, ref: str, overrides: dict, kw: dict, records: list, install: bool) -> list:
+    """The campaign's sustained phase (its option "sustained", in job.params): the job's
+    benchmark again with sustained_s, after a cold benchmark that succeeded; [] otherwise."""
+    from ..run import solution
+    from ..run.actions import NotStored
+    from .spec import SUSTAINED
+
+    phase = job.params.get(SUSTAINED)
+    if not phase or not any(r.get("action") == "benchmark" and r.get("status") == "ok" for r in records):
+        return []
+    bench = {**(overrides.get("benchmark") or {}), **phase}
+    bench["timeout_s"] = max(float(bench.get("timeout_s") or 0), phase["sustained_s"] + 600)
+    try:
+        return solution.run_declared(ref, only="benchmark", overrides={**overrides, "benchmark": bench}, store=False,
+                                     install=install, **kw)
+    except NotStored as exc:
+        return exc.records
+
+
+def is_sustained(record: dict) -> bool:
+    return isinstance((record.get("metrics") or {}).get("sustained"), dict)
 
 
 def verdict(record: dict) -> str | None:
@@ -119,9 +143,100 @@ def joined(rows: list[dict], jobs: list[CampaignJob], records_of=None) -> list[d
         varied = {k: job.overrides[k] for k in sorted(job.overrides, key=key_order) if is_matrix_key(k)} if job else {}
         verdicts = [verdict(r) for r in records if verdict(r) is not None]
         validation = "FAIL" if "FAIL" in verdicts else ("PASS" if verdicts else None)
-        out.append({**row, "varied": varied, **key_metrics(records), "validation": validation,
-                    "significance": row.get("significance"), "_validate": next((r for r in records if r.get("action") == "validate"), None)})
-    return _with_significance(out)
+        out.append({**row, "varied": varied, **key_metrics([r for r in records if not is_sustained(r)]),
+                    "validation": validation, "significance": row.get("significance"),
+                    "_validate": next((r for r in records if r.get("action") == "validate"), None),
+                    "_bench": [next((r for r in records if r.get("action") == "benchmark" and r.get("status") == "ok"
+                                     and is_sustained(r) == warm), None) for warm in (False, True)]})
+    return _with_significance(_with_sustained(out, store))
+
+
+def _with_sustained(rows: list[dict], store=None) -> list[dict]:
+    """Rows of a campaign with a sustained phase get "sustained": {"uid", "p50_ns", "verdict",
+    "cold_rank", "sustained_rank", "swaps": [the swaps this row is in], "rule"}: the cold and
+    sustained rankings of the rows on one platform and repetition, compared by
+    cr.results.sustained.compare_rankings (a swap counts only beyond noise in both phases)."""
+    from ..results.sustained import compare_rankings
+
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        bench = r.pop("_bench", None) or [None, None]
+        if bench[1] is not None:
+            groups.setdefault((r.get("platform"), r.get("repetition")), []).append((r, bench))
+    for members in groups.values():
+        entries = []
+        for r, (cold, warm) in members:
+            entries.append({"id": r.get("job"), "label": _label(r),
+                            "cold": {"p50_ns": ((cold or {}).get("metrics") or {}).get("latency_ns", {}).get("p50"),
+                                     "latencies": _latencies(cold, store)},
+                            "sustained": {"p50_ns": warm["metrics"].get("latency_ns", {}).get("p50"),
+                                          "latencies": _latencies(warm, store)}})
+        ranking = compare_rankings(entries)
+        ranks = {x["id"]: x for x in ranking["ranks"]}
+        for r, (cold, warm) in members:
+            rank = ranks.get(r.get("job")) or {}
+            r["sustained"] = {"uid": warm.get("uid"), "p50_ns": warm["metrics"].get("latency_ns", {}).get("p50"),
+                              "verdict": warm["metrics"]["sustained"].get("verdict"),
+                              "cold_rank": rank.get("cold_rank"), "sustained_rank": rank.get("sustained_rank"),
+                              "swaps": [x for x in ranking["swaps"] if r.get("job") in (x["faster_cold"], x["faster_sustained"])],
+                              "rule": ranking["rule"]}
+    return rows
+
+
+def _label(row: dict) -> str:
+    setting = " ".join(f"{k}={v}" for k, v in (row.get("varied") or {}).items())
+    return str(row.get("solution") or "").split(":", 1)[-1] + (f" [{setting}]" if setting else "")
+
+
+def _latencies(record: dict | None, store=None):
+    """A record's raw latencies: carried (a run's "_latencies", inline "raw"), else from the
+    results store; None when there are none to read."""
+    from array import array
+
+    if record is None:
+        return None
+    if isinstance(record.get("_latencies"), array):
+        return record["_latencies"]
+    raw = record.get("raw") if isinstance(record.get("raw"), dict) else {}
+    if isinstance(raw.get("latencies_ns"), (array, list)):
+        return raw["latencies_ns"]
+    try:
+        if store is None:
+            from ..results.store import default_store
+
+            store = default_store()
+        return store.latencies(record)
+    except CRError:
+        return None
+
+
+def sustained_lines(rows: list[dict]) -> list[str]:
+    """The summary's words on the cold and sustained rankings (nothing without a sustained phase)."""
+    marked = [r for r in rows if isinstance(r.get("sustained"), dict)]
+    if not marked:
+        return []
+    seen, counted, within = set(), [], 0
+    for r in marked:
+        for swap in r["sustained"]["swaps"]:
+            key = (swap["faster_cold"], swap["faster_sustained"])
+            if key in seen:
+                continue
+            seen.add(key)
+            if swap["counted"]:
+                counted.append(swap)
+            else:
+                within += 1
+    if counted:
+        head = (f"SUSTAINED: the ranking differs from the cold one: {len(counted)} pair(s) swapped beyond noise: "
+                + "; ".join(f"{s['labels'][1]} now ahead of {s['labels'][0]} (its p50 / theirs: cold "
+                            f"{s['cold']['ratio']:.2f}, sustained {1 / s['sustained']['ratio']:.2f})" for s in counted))
+    else:
+        head = "SUSTAINED: the ranking is the cold one" + (f" ({within} swap(s) within noise, not counted)" if within else "")
+    lines = [head]
+    lines += [f"  {_label(r)}: rank {r['sustained']['cold_rank']} cold, {r['sustained']['sustained_rank']} sustained; "
+              f"{r['sustained']['verdict']}" for r in marked]
+    lines.append(f"  rule: {marked[0]['sustained']['rule']}")
+    return lines
 
 
 def _with_significance(rows: list[dict]) -> list[dict]:

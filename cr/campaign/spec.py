@@ -361,7 +361,7 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
     targets = platforms(campaign)
     repeat = int(campaign.meta.get("repeat") or 1)
     actions = campaign.meta.get("actions")
-    params = campaign.meta.get("params") or {}
+    params = with_sustained(campaign, campaign.meta.get("params") or {})
     sols = solutions(campaign)
     if not sols:
         raise CRError(f"{_where(campaign, '/solutions')}: the campaign names no solution",
@@ -395,6 +395,26 @@ def expand(campaign: Campaign) -> list[CampaignJob]:
         raise CRError(f"{_where(campaign, '/exclude')}: every combination is excluded: the campaign expands to no job",
                       hint="remove or narrow an exclude entry (cr campaign show NAME --jobs shows the expansion)")
     return jobs
+
+
+# The campaign option "sustained": "5m" travels in every job's params under this key (not an
+# action: run_kwargs reads actions only), so it is in the job id; cr.campaign.jobs.run_here
+# runs the sustained benchmark after the declared actions (docs/sustained.md).
+SUSTAINED = "sustained"
+
+
+def with_sustained(campaign: Campaign, params: dict) -> dict:
+    """params with the campaign's sustained phase ({"sustained_s": seconds, ...}); CRError
+    naming the campaign's file and /sustained for a bad duration."""
+    value = campaign.meta.get("sustained")
+    if value is None:
+        return params
+    from ..results.sustained import parse_duration, window_for
+
+    where = _where(campaign, "/sustained")
+    seconds = parse_duration(value, where)
+    window_for(seconds, None, where)
+    return {**params, SUSTAINED: {"sustained_s": seconds}}
 
 
 def run_kwargs(job: CampaignJob) -> tuple[dict, dict]:

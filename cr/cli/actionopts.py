@@ -108,3 +108,31 @@ def finish(record: dict, out, as_json: bool, table=None, not_stored=None) -> Non
 def one(result):
     """A record from kept()'s first value (NotStored carries a list)."""
     return result[0] if isinstance(result, list) else result
+
+
+def sustained_options(f):
+    """--sustained DURATION and --sustained-window DURATION of cr benchmark (docs/sustained.md)."""
+    f = click.option("--sustained-window", "sustained_window", metavar="DURATION",
+                     help="--sustained: the window of the latency curve (default 1s; duration/600 above 10 minutes).")(f)
+    return click.option("--sustained", "sustained", metavar="DURATION",
+                        help="Sustained mode: queries back to back for DURATION (5m, 90s, 1m30s), the latency curve per "
+                             "window beside the CPU clock, temperature and load; throttling onset and drift are judged.")(f)
+
+
+def sustained_params(params: dict) -> dict:
+    """params with --sustained / --sustained-window as the action's sustained_s /
+    sustained_window_s (seconds); CRError naming the option for a bad duration."""
+    from ..errors import CRError
+    from ..results.sustained import parse_duration, window_for
+
+    duration, window = params.pop("sustained", None), params.pop("sustained_window", None)
+    if window is not None and duration is None:
+        raise CRError("--sustained-window needs --sustained", hint="add --sustained DURATION (e.g. --sustained 5m)")
+    if duration is not None:
+        params["sustained_s"] = parse_duration(duration, "--sustained")
+        if window is not None:
+            params["sustained_window_s"] = parse_duration(window, "--sustained-window")
+        window_for(params["sustained_s"], params.get("sustained_window_s"))
+        if params.get("timeout_s") is None:  # the action's default (600 s) would stop a long run
+            params["timeout_s"] = params["sustained_s"] + 600
+    return params

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from . import output
-from .actionopts import conclude, finish, kept, one, require_placement_option, show, status, target_options
+from .actionopts import (conclude, finish, kept, one, require_placement_option, show, status, sustained_options,
+                         sustained_params, target_options)
 from .options import backend_options
 
 
@@ -50,6 +51,9 @@ def _summary_rows(record: dict) -> list[list]:
     from .trust import phase_rows
 
     rows += phase_rows(m)
+    from ..results.sustained import rows as sustained_rows
+
+    rows += sustained_rows(m)  # the curve, throttling and drift of a --sustained run
     info = record["backend"].get("info") or {}
     details = [f"{info['framework']} {info['version']}"] if info.get("version") else []
     details += info.get("providers") or []
@@ -77,6 +81,9 @@ def _solution(ref: str, only, overrides: dict, out, as_json: bool, store: bool, 
         output.emit_json([to_json(r) for r in records])
     else:
         output.table(SOLUTION_HEADERS, solution_rows(records), title=f"{records[0]['components'][0]['ref']} on {records[0]['backend']['name']}")
+        for r in records:  # a --sustained benchmark: its verdict under the table (cr results show UID: the curve)
+            if isinstance((r.get("metrics") or {}).get("sustained"), dict):
+                click.echo(output.clean(f"{r.get('uid')}: {r['metrics']['sustained'].get('verdict')}"))
     if out:
         click.echo(f"results: {out}/", err=True)
 
@@ -125,6 +132,7 @@ def _check_tolerance(validation: dict) -> None:
 @click.option("--engine", type=click.Choice(["cr", "loadgen"]), help="cr's harness (default) or MLPerf LoadGen (logs kept beside the result).")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
 @require_placement_option
+@sustained_options
 def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, **params):
     """Benchmark a model or solution: cr benchmark model NAME[@SPEC] --backend onnxruntime.
 
@@ -135,6 +143,7 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     from ..store.refs import parse_ref_words
 
     ref = parse_ref_words(ref)
+    params = sustained_params(params)
     common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
     if ref.kind == "solution":
         _solution(str(ref), None, {"benchmark": params}, out, as_json, store, common, lock=lock_file)

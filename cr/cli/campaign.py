@@ -130,6 +130,10 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
     if rule:
         base = next(r["significance"]["baseline"] for r in rows if (r.get("significance") or {}).get("rule"))
         output.echo(f"SIGNIFICANCE: each job's top-1 against job {base} (baseline), on the same samples; {rule}")
+    from ..campaign.jobs import sustained_lines
+
+    for line in sustained_lines(rows):  # a campaign with a sustained phase: cold vs sustained rankings
+        output.echo(output.clean(line))
 
 
 def _significance_cell(s: dict | None) -> str:

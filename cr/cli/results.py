@@ -228,6 +228,9 @@ def _metric_rows(record: dict) -> list[list]:
     from .trust import phase_rows
 
     rows += phase_rows(metrics)
+    from ..results.sustained import rows as sustained_rows
+
+    rows += sustained_rows(metrics)  # a --sustained run: its verdict, rules and curve
     validation = record.get("validation") or {}
     for key in ("top1", "top5", "recall", "precision", "mean_iou"):
         if isinstance(validation.get(key), (int, float)):

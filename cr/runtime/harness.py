@@ -35,6 +35,8 @@ class Settings:
     target_qps: float | None = None  # server
     latency_bound_ms: float | None = None  # server (default 100 ms)
     seed: int = 0
+    sustained_s: float | None = None  # queries back to back this long, windowed (cr.results.sustained)
+    sustained_window_s: float | None = None  # the window (default 1 s; duration/600 above 10 minutes)
 
     def check(self) -> None:
         if self.scenario not in scenarios.SCENARIOS:
@@ -46,10 +48,21 @@ class Settings:
         if self.scenario == "multi-stream" and self.samples_per_query < 1:
             raise CRError("samples_per_query must be >= 1")
         warmup.check(self)
+        if self.sustained_s is not None:
+            from ..results.sustained import parse_duration, window_for
+
+            parse_duration(self.sustained_s, "sustained_s")
+            window_for(self.sustained_s, self.sustained_window_s, "sustained_window_s")
+            if self.scenario == "server":
+                raise CRError("a sustained run issues queries back to back: the server scenario cannot be sustained",
+                              hint="use --scenario single-stream, multi-stream or offline with --sustained")
 
     @classmethod
     def from_params(cls, params: dict) -> "Settings":
         known = set(cls.__dataclass_fields__)
+        if params.get("sustained_s") is not None and params.get("engine") == "loadgen":
+            raise CRError("a sustained run needs cr's harness: MLPerf LoadGen has no windows",
+                          hint="drop --engine loadgen, or drop --sustained")
         return cls(**{k: v for k, v in params.items() if k in known and v is not None})
 
 
@@ -74,21 +87,77 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
         feed = cycle(batches)
         queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(batches))]
         warm = warmup.warm_up(run, queries, settings, grouped=True)
-        lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns, max_ns)
         per_query, items = calls * batch_size, queries
+        if settings.sustained_s:
+            lat, start, end, extra = _sustained(run, items, settings, grouped=True)
+        else:
+            lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns, max_ns)
     else:
         warm = warmup.warm_up(run, batches, settings)
         per_query, items = batch_size, batches
-        if settings.scenario == "server":
+        if settings.sustained_s:
+            lat, start, end, extra = _sustained(run, items, settings)
+        elif settings.scenario == "server":
             lat, start, end, extra = scenarios.server(run, batches, settings.min_queries, min_ns, settings.target_qps,
                                                       settings.seed, max_ns)
         else:
             lat, start, end = scenarios.back_to_back(run, batches, settings.min_queries, min_ns, max_ns)
+    sustained = extra.pop("sustained", None)
     out = metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings)
+    if sustained is not None:
+        out["stopped_by"] = "sustained"
+        out["sustained"] = sustained
     out["phases"] = warmup.phases(warm, out, lat)
     if settings.fidelity:
         out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream")
     return Outcome(out, lat)
+
+
+def _sustained(run, items: list, settings: Settings, grouped: bool = False):
+    """The sustained loop (cr.runtime.scenarios.sustained) with the machine's state read at
+    each window's end; (latencies, start, end, {"sustained": metrics["sustained"]})."""
+    from ..results.sustained import analyse, window_for
+
+    window = window_for(settings.sustained_s, settings.sustained_window_s)
+    reader = _StateReader()
+    lat, start, end, edges = scenarios.sustained(run, items, int(settings.sustained_s * 1e9), int(window * 1e9),
+                                                 reader.read, grouped)
+    return lat, start, end, {"sustained": analyse(lat, edges, reader.states, start, settings.sustained_s, window)}
+
+
+class _StateReader:
+    """The machine's state at a window's end, from cr.platform.state's per-sample readers
+    (files only, no tool: a few reads of /sys and /proc, about 0.1 ms): the mean CPU clock
+    (MHz), the hottest thermal zone (°C), the 1-minute load average and the share of the
+    whole CPU used by other processes since the last window. Unreadable: None."""
+
+    def __init__(self):
+        import os
+
+        from ..platform import state
+        from ..platform.sources import HostSource
+
+        self.state, self.src, self.pid = state, HostSource(), os.getpid()
+        self.cpus = state.cpu_ids(self.src)
+        zones = state.thermal_zones(self.src)
+        self.zones = [z["zone"] for z in zones] if isinstance(zones, list) else []
+        self.states: list[dict] = []
+        self.last = (state.cpu_times(self.src), state.process_times(self.src, self.pid, children=False))
+
+    def read(self) -> None:
+        st, src = self.state, self.src
+        freqs = [f for f in st.cpu_freqs_mhz(src, self.cpus) if f is not None]
+        temps = st.temps_c(src, self.zones)
+        load = st.load_avg(src)
+        now = (st.cpu_times(src), st.process_times(src, self.pid, children=False))
+        other = None
+        if all(x is not None for x in (*now, *self.last)) and now[0][1] > self.last[0][1]:
+            busy = now[0][0] - self.last[0][0] - (now[1] - self.last[1])
+            other = round(max(0.0, min(1.0, busy / (now[0][1] - self.last[0][1]))), 4)
+        self.last = now
+        self.states.append({"freq_mhz": round(sum(freqs) / len(freqs), 1) if freqs else None,
+                            "temp_c": round(max(temps), 1) if temps else None,
+                            "load_1m": load[0] if isinstance(load, list) else None, "cpu_other_share": other})
 
 
 def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> dict:
