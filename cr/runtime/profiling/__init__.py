@@ -69,8 +69,8 @@ class Collected:
 class Profiler:
     level = "layer"
     source = ""
-    #: False when the framework profiles from load on (ONNX Runtime): no unprofiled run
-    #: of the same session exists to measure the profiler's overhead against
+    #: False when the framework profiles from load on (ONNX Runtime): the plain queries the
+    #: overhead is measured against run on a second session opened without profiling
     UNPROFILED_BASELINE = True
 
     def __init__(self, backend, workdir: str):
