@@ -83,7 +83,9 @@ def summary_rows(record: dict) -> list[list]:
         rows.append(["coverage", f"{s['coverage']:.3f} (sum of layer medians / model median)"])
         u = s.get("unattributed") or {}
         if u:
-            rows.append(["unattributed", f"{_ms(u['ns'])} ms ({_share(u['share'])}): {u['meaning']}"])
+            added = (p.get("overhead") or {}).get("added_ns")
+            rows.append(["unattributed", f"{_ms(u['ns'])} ms ({_share(u['share'])}): {u['meaning']}"
+                         + (f"; the profiler adds {_ms(added)} ms per query (profiled p50 - plain p50)" if added and added > 0 else "")])
     rows.append(["profiler overhead", _overhead(p.get("overhead") or s.get("overhead") or {})])
     if p.get("note"):
         rows.append(["note", p["note"]])

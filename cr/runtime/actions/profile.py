@@ -147,4 +147,5 @@ def _overhead(profiled_p50, profiled_n: int, plain: list, how: str | None) -> di
                 "why": "no plain queries were run (baseline=0)"}
     base = int(statistics.median(plain))
     return {"ratio": round(profiled_p50 / base, 3) if base and profiled_p50 else None, "plain_p50_ns": base,
-            "profiled_p50_ns": profiled_p50, "plain_queries": len(plain), "profiled_queries": profiled_n, "plain_run": how}
+            "profiled_p50_ns": profiled_p50, "added_ns": profiled_p50 - base if profiled_p50 is not None else None,
+            "plain_queries": len(plain), "profiled_queries": profiled_n, "plain_run": how}
