@@ -9,7 +9,10 @@ process, --samples queries, one thread by default) and the benchmark prints:
 
 - coverage: the sum of the layer medians over the model median, both per query over the
   same profiled queries (what the table's shares add up to; target 0.8-1.1 where per-op
-  timing exists), the median over the repeats, and its range;
+  timing exists), the median over the repeats, and its range; beside it the per-query
+  coverage (the median of each query's own layer time / query time). The two differ by
+  the scatter: on a loaded machine each query is slowed in different layers, which the
+  per-query sums hold and no layer's median does (the load average is printed);
 - overhead: the profiler's cost the profile measures itself (profiled p50 over the p50 of
   plain queries of the same model and threads run around the profiled ones: the same
   session, or a second plain session for ONNX Runtime), and as a cross-check the profiled
@@ -142,7 +145,8 @@ def _run(args, home: Path) -> int:
     figures, profiles = [], {}
     print(f"{args.repeats} repeats per case, {args.threads} thread(s); coverage = sum of layer medians / model median "
           "(median over repeats, min..max); overhead = profiled p50 / plain p50")
-    head = (f"{'model':22} {'backend':24} {'batch':>5} {'coverage':>16} {'overhead':>9} {'vs bench':>9} "
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    head = (f"{'model':22} {'backend':24} {'batch':>5} {'coverage':>16} {'per-query':>9} {'overhead':>9} {'vs bench':>9} "
             f"{'tau med':>7} {'tau mean':>8} {'top1 med/mean':>13} {'top5 max/min med|mean':>21}")
     print(head)
     for ref, backend, variant, batch in cases:
@@ -162,6 +166,7 @@ def _run(args, home: Path) -> int:
                                   "threads": args.threads, "inputs": "synthetic"})
         off = bench["metrics"]["latency_ns"]["p50"] if bench["status"] == "ok" else None
         covs = [r["profile"]["summary"]["coverage"] for r in recs]
+        per_query = [r["profile"]["summary"].get("coverage_per_query") for r in recs]
         overheads = [r["profile"]["overhead"]["ratio"] for r in recs]
         on = statistics.median(r["profile"]["summary"]["model_ns"]["p50"] for r in recs)
         runs = [r["profile"]["layers"] for r in recs]
@@ -171,6 +176,7 @@ def _run(args, home: Path) -> int:
         label = backend + (f" ({variant})" if variant else "")
         row = {"model": ref, "backend": label, "batch": batch, "repeats": args.repeats, "samples": samples,
                "coverage": statistics.median(covs) if timed else None, "coverage_range": [min(covs), max(covs)] if timed else None,
+               "coverage_per_query": statistics.median(per_query) if timed else None,
                "overhead": statistics.median(overheads), "overhead_range": [min(overheads), max(overheads)],
                "p50_profiled_ns": on, "p50_benchmark_ns": off, "overhead_vs_benchmark": round(on / off, 3) if off else None,
                "stability_median": st_med, "stability_mean": st_mean, "layers": recs[0]["profile"]["summary"]["layers"]}
@@ -179,7 +185,8 @@ def _run(args, home: Path) -> int:
 
         def f(x, spec):
             return "-" if x is None else format(x, spec)
-        print(f"{ref.split(':')[1][:22]:22} {label:24} {batch:5d} {cov:>16} {f(row['overhead'], '.2f'):>8}x "
+        print(f"{ref.split(':')[1][:22]:22} {label:24} {batch:5d} {cov:>16} {f(row['coverage_per_query'], '.3f'):>9} "
+              f"{f(row['overhead'], '.2f'):>8}x "
               f"{f(row['overhead_vs_benchmark'], '.2f'):>8}x {f(st_med.get('tau_min'), '.3f'):>7} {f(st_mean.get('tau_min'), '.3f'):>8} "
               f"{('yes' if st_med.get('same_top') else 'no') + '/' + ('yes' if st_mean.get('same_top') else 'no') if timed else '-':>13} "
               f"{f(st_med.get('top5_max_over_min'), '.2f') + ' | ' + f(st_mean.get('top5_max_over_min'), '.2f') if timed else '-':>21}")
@@ -196,6 +203,7 @@ def _run(args, home: Path) -> int:
             a, b = r["backends"]["onnxruntime"], r["backends"]["torch"]
             print(f"{r['layer'][:34]:34} {r['class']:9} {a['per_query_ns'] / 1e3:14.1f} {b['per_query_ns'] / 1e3:10.1f} "
                   f"{b.get('ratio') or float('nan'):6.2f}  {'; '.join(r.get('fused') or [])[:90]}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"figures": figures, "comparison": table}, indent=2))
     return 0

@@ -500,7 +500,21 @@ def test_layer_times_are_medians_per_query_and_add_up_with_the_unattributed_row(
     assert s["model_ns"]["p50"] == 1_000_000 and s["layer_median_sum_ns"] == 250_000
     assert conv["share"] == 0.2 and fc["share"] == 0.05
     assert s["unattributed"]["ns"] == 750_000 and s["unattributed"]["share"] == 0.75
+    # the remainder, split: a typical query's layers sum to 250 us (between ops: 750 us), no scatter
+    assert s["unattributed"]["between_ops_ns"] == 750_000 and s["unattributed"]["scatter_ns"] == 0
     assert s["coverage"] == 0.25
+
+
+def test_stalls_scattered_over_layers_show_as_scatter_not_as_any_layer():
+    from cr.runtime.profiling import aggregate
+
+    # every query stalls 300 us, each time in a different layer: no layer's median moves
+    names = ["a", "b", "c", "d", "e"]
+    queries = [{n: [100_000 + (300_000 if n == names[q] else 0)] for n in names} for q in range(5)]
+    s = aggregate(*_events(queries))["summary"]
+    assert s["layer_median_sum_ns"] == 500_000 and s["coverage"] == 0.5
+    assert s["unattributed"]["scatter_ns"] == 300_000 and s["unattributed"]["between_ops_ns"] == 200_000
+    assert s["coverage_per_query"] == 0.8  # each query's own layer time / query time
 
 
 def test_overlapping_layers_give_a_negative_unattributed_remainder_said_so():

@@ -73,7 +73,7 @@ def summary_rows(record: dict) -> list[list]:
     info = record["backend"].get("info") or {}
     rows = [["backend", record["backend"]["name"] + (f" ({info.get('framework')} {info.get('version')})" if info.get("version") else "")],
             ["profiler", p.get("source")],
-            ["threads", "-" if info.get("threads") is None else str(info.get("threads"))],
+            ["threads", "the framework's default (none set)" if info.get("threads") is None else str(info.get("threads"))],
             ["queries", f"{s['queries']} profiled (after {s.get('warmup', 0)} warm-up), batch {s.get('batch_size')}"],
             ["statistic", "median per query over the profiled queries, spread p10..p90; shares of the model median"],
             ["model time", f"p50 {_ms(m.get('p50'))} ms per query (p10..p90 {_ms(m.get('p10'))}..{_ms(m.get('p90'))} ms; "
@@ -84,7 +84,9 @@ def summary_rows(record: dict) -> list[list]:
         u = s.get("unattributed") or {}
         if u:
             added = (p.get("overhead") or {}).get("added_ns")
-            rows.append(["unattributed", f"{_ms(u['ns'])} ms ({_share(u['share'])}): {u['meaning']}"
+            split = (f"; of it {_ms(u['between_ops_ns'])} ms between ops in a typical query and {_ms(u['scatter_ns'])} ms "
+                     "scatter (queries slowed in different layers)") if u.get("scatter_ns") is not None and u["ns"] >= 0 else ""
+            rows.append(["unattributed", f"{_ms(u['ns'])} ms ({_share(u['share'])}): {u['meaning']}{split}"
                          + (f"; the profiler adds {_ms(added)} ms per query (profiled p50 - plain p50)" if added and added > 0 else "")])
     rows.append(["profiler overhead", _overhead(p.get("overhead") or s.get("overhead") or {})])
     if p.get("note"):
@@ -129,7 +131,7 @@ def ops_rows(comparison: dict, top: int) -> tuple[list[str], list[list]]:
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
 @click.option("--backend", cls=BackendOption, help="Backend to profile (cr.backends entry point): {backends}.")
-@click.option("--compare", "compare", metavar="B1,B2[,B3]", help="Profile on two or three backends and match their layers.")
+@click.option("--compare", "compare", metavar="B1,B2[,B3]", help="Profile on two or three backends (one thread count on all) and match their layers.")
 @click.option("--variant", "variants", multiple=True, metavar="[BACKEND=]VARIANT",
               help="Model variant (default: the first the backend loads); with --compare: BACKEND=VARIANT, repeatable.")
 @click.option("--variants", "diff", metavar="A,B",
@@ -156,10 +158,14 @@ def profile(ref, backend, compare, variants, diff, options, samples, warmup, bat
     Runs the model --samples times under the framework's own profiler (onnxruntime's
     session profiling, torch.profiler, tf.profiler, TensorRT's IProfiler; TFLite and null:
     model level only) in a separate process, outside any benchmark: profiled times are
-    slower than benchmarked ones and never enter the leaderboard. Prints the per-layer
-    table and the coverage (sum of layer times / model time); the Chrome trace (model,
-    layer and system tracks) is kept beside the result. With --compare onnxruntime,torch
-    the layers are matched across backends (docs/profiling.md says how).
+    slower than benchmarked ones and never enter the leaderboard. Prints each layer's
+    median time per query (p10..p90) over the profiled queries and its share of the model
+    median, the unattributed remainder, the coverage (sum of layer medians / model median)
+    and the profiler's overhead (profiled vs plain queries of the same model and threads);
+    the Chrome trace (model, layer and system tracks) is kept beside the result. With
+    --compare onnxruntime,torch the layers are matched across backends run with one thread
+    count; with --backend onnxruntime --variants fp32,int8, across two versions of the
+    model (docs/profiling.md says how).
     """
     from ..errors import CRError
     from ..run import profile as run_profile

@@ -209,9 +209,16 @@ def aggregate(events: list, spans: list[tuple[int, int]], untimed: list | None =
     unattributed = None
     if layers and p50:
         rest = p50 - median_sum
+        # medians do not add: the remainder splits into the time between ops in a typical query
+        # (model median less the median of each query's summed layer time) and the scatter (that
+        # median less the sum of the layer medians: each query slowed in different layers, by
+        # preemption or load, which no layer's median shows)
+        typical = int(statistics.median(per_query)) if per_query else 0
         unattributed = {"ns": rest, "share": round(rest / p50, 5),
-                        "meaning": ("time inside a query no layer accounts for (the framework's per-run cost between "
-                                    "ops, the profiler's bookkeeping, Python)") if rest >= 0 else
+                        "between_ops_ns": p50 - typical, "scatter_ns": typical - median_sum,
+                        "meaning": ("time inside a query no layer's median accounts for (the framework's per-run cost "
+                                    "between ops, the profiler's bookkeeping, Python; and the scatter of per-query "
+                                    "stalls over different layers)") if rest >= 0 else
                                    ("negative: the layer medians add up to more than the model median, so ops "
                                     "overlapped (ran in parallel on several threads)")}
     summary = {
