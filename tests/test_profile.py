@@ -267,7 +267,7 @@ def test_variants_diff_fp32_and_int8_layers_on_one_backend(run_cr, cr_home):
 
 
 def test_variants_of_different_models_or_unknown_are_refused(run_cr):
-    for value, message in (("fp32,model:iris-logreg", "Error: --variants model:iris-logreg is model iris-logreg, "
+    for value, message in (("int8,model:iris-logreg", "Error: --variants model:iris-logreg is model iris-logreg, "
                                                       "not a version of model lenet-digits"),
                            ("fp32,nosuch", "Error: --variants 'nosuch' is neither a precision nor a variant"),
                            ("fp32", "Error: --variants needs two different versions")):
@@ -279,6 +279,8 @@ def test_variants_of_different_models_or_unknown_are_refused(run_cr):
     done = run_cr("profile", *LENET, "--variants", "fp32,int8")
     assert done.returncode == 1 and "Error: --variants needs --backend" in done.stderr and "Hint:" in done.stderr
     assert json.loads(run_cr("results", "list", "--json").stdout) == []  # nothing ran
+    # not even cr compile ran for the int8 side: its version does not exist
+    assert run_cr("show", "model:lenet-digits@1.0.0+onnx.int8.dynamic").returncode == 1
 
 
 def test_compare_unknown_backend_or_two_thread_counts_is_refused(run_cr):

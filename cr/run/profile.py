@@ -288,7 +288,12 @@ def diff_variants(ref: str, backend: str, items: list[str], params: dict | None 
                       hint="give a model ref, e.g. cr profile model lenet-digits --backend onnxruntime --variants fp32,int8")
     entry = registry.find(backend)
     _check_profiler(entry)
-    resolved = [_variant_of(model, backend, item, install) for item in items]
+    from .precision import PRECISIONS
+
+    # refs and variant names are checked before a precision is made (cr compile may run for one)
+    found = {i: _variant_of(model, backend, item, install) for i, item in enumerate(items) if item not in PRECISIONS}
+    found.update({i: _variant_of(model, backend, item, install) for i, item in enumerate(items) if item in PRECISIONS})
+    resolved = [found[i] for i in range(len(items))]
     threads, source = pinned_threads([backend], params, {backend: backend_options or {}})
     params = {**(params or {}), "threads": threads}
     from ..events import reporter
