@@ -1,5 +1,5 @@
-"""A profile on the dashboard: per-layer bars (top 20 + other), coverage and the trace's
-place on its result page; two profiles' matched layers side by side on the compare page.
+"""A profile on the dashboard: per-layer medians as bars (top 20 + other + unattributed +
+the model median), coverage, the profiler's overhead and the trace's place on its result page; two profiles' matched layers side by side on the compare page.
 Real profiles (lenet-digits on onnxruntime and torch), a real site, real Chromium."""
 from __future__ import annotations
 
@@ -35,12 +35,26 @@ def test_result_page_shows_layer_bars_coverage_and_trace(page, profiled_site):
     page.wait_for_selector("#profile-bars")
     rows = page.locator("#profile-bars tbody tr")
     layers = tor["profile"]["layers"]
-    assert rows.count() == min(20, len(layers)) + (1 if len(layers) > 20 else 0)
-    assert rows.first.get_attribute("data-layer") == layers[0]["name"]  # the slowest first
+    s = tor["profile"]["summary"]
+    kinds = page.evaluate("[...document.querySelectorAll('#profile-bars tbody tr')].map(r => r.dataset.kind)")
+    # the top layers by median, one "other", the unattributed remainder and the model median: as cr profile prints them
+    assert kinds == ["layer"] * min(20, len(layers)) + (["other"] if len(layers) > 20 else []) + ["unattributed", "model"]
+    assert rows.first.get_attribute("data-layer") == layers[0]["name"]  # the largest median first
+    assert layers[0]["median_ns"] == max(l["median_ns"] for l in layers)
     widths = page.evaluate("[...document.querySelectorAll('#profile-bars .profile-bar')].map(b => parseFloat(b.style.width))")
-    assert widths[0] == 100.0 and all(0 <= w <= 100 for w in widths)
+    assert max(widths) == 100.0 and all(0 <= w <= 100 for w in widths)
+    # the shares shown are medians over the model median and add up to 100 % with the unattributed row
+    shares = page.evaluate("[...document.querySelectorAll('#profile-bars tbody tr')].map(r => r.cells[4].innerText)")
+    assert shares[-1] == "100.0 %"
+    shown = [float(x.split()[0]) for x in shares[:-1]]
+    assert abs(sum(shown) - 100.0) < 0.1 * len(shown), shares
+    assert shown[0] == round(100 * layers[0]["median_ns"] / s["model_ns"]["p50"], 1)
+    assert shown[-1] == round(100 * s["unattributed"]["share"], 1)
     summary = page.locator("#profile table.profile-summary").inner_text()
-    assert f"{tor['profile']['summary']['coverage']:.3f}" in summary and tor["trace"]["file"] in summary
+    assert f"{s['coverage']:.3f}" in summary and tor["trace"]["file"] in summary
+    assert "sum of layer medians / model median" in summary and "unattributed" in summary
+    o = tor["profile"]["overhead"]  # the profiler's overhead, as measured in the record
+    assert f"{o['ratio']:.2f}x: profiled p50" in summary and "plain p50" in summary
     # the trace is copied into the site and linked: the bytes the record's sha256 names
     href = page.locator("#profile a[data-trace]").get_attribute("href")
     assert href == f"data/traces/{tor['trace']['sha256']}.trace.json.gz"
@@ -100,7 +114,9 @@ def test_hostile_profile_fields_render_as_text(page, profiled_site, tmp_path):
     bad["uid"] = "badbadbadbadbad0"
     bad["profile"]["layers"] = [{"name": "<img src=x onerror=alert(1)>", "op": "<b>op</b>", "per_query_ns": "many",
                                  "path": None, "class": 7}, None, 3, "text", {"name": "x", "per_query_ns": -5}]
-    bad["profile"]["summary"] = {"coverage": "high", "model_ns": [1, 2]}
+    bad["profile"]["summary"] = {"coverage": "high", "model_ns": [1, 2],
+                                 "unattributed": {"ns": 5, "share": "most", "meaning": "<img src=y onerror=alert(3)>"}}
+    bad["profile"]["overhead"] = {"ratio": "fast", "why": "<b>never</b>"}
     bad["trace"] = {"file": "<script>alert(2)</script>", "sha256": 12, "events": {"a": 1}}
     other = copy.deepcopy(ort)
     other["uid"] = "badbadbadbadbad1"
@@ -115,7 +131,9 @@ def test_hostile_profile_fields_render_as_text(page, profiled_site, tmp_path):
     page.wait_for_selector("#profile-bars")
     assert "<img src=x" in page.locator("#profile-bars").inner_text()  # shown as text, never as markup
     assert page.locator("#profile a[data-trace]").count() == 0  # its trace names no file of the site
-    assert page.locator("#profile-bars img").count() == 0
+    assert page.locator("#profile-bars img").count() == 0 and page.locator("#profile img").count() == 0
+    summary = page.locator("#profile table.profile-summary").inner_text()
+    assert "<img src=y" in summary and "not measured: <b>never</b>" in summary  # text, never markup
     _open(page, (site,), f"#/compare/{bad['uid']},{other['uid']},{tor['uid']}")
     page.wait_for_selector("#profile-compare")
     assert not page.problems, page.problems

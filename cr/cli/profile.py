@@ -23,37 +23,72 @@ def _share(x) -> str:
 def _overhead(o: dict) -> str:
     if o.get("ratio") is None:
         return "not measured: " + (o.get("why") or "unknown")
-    return f"{o['ratio']:.2f}x the unprofiled p50 ({_ms(o['unprofiled_p50_ns'])} ms over {o['unprofiled_queries']} queries just before)"
+    return (f"{o['ratio']:.2f}x: profiled p50 {_ms(o.get('profiled_p50_ns'))} ms vs plain p50 {_ms(o['plain_p50_ns'])} ms "
+            f"over {o.get('plain_queries')} plain queries ({o.get('plain_run') or 'same model and threads'})")
+
+
+def _spread(l: dict) -> str:
+    return "-" if l.get("p10_ns") is None else f"{_us(l['p10_ns'])}..{_us(l['p90_ns'])}"
+
+
+LAYER_COLUMNS = ["LAYER", "OP", "PROVIDER", "CALLS/Q", "MEDIAN us", "P10..P90 us", "SHARE"]
 
 
 def layer_rows(profile: dict, top: int) -> list[list]:
-    """The table's rows: the top layers by total time, then one "other" row for the rest."""
+    """The table's rows: the top layers by median time per query, one "other" row for the
+    rest, and the "unattributed" remainder (model median less the sum of layer medians):
+    the SHARE column adds up to 100% of the model median."""
     layers = profile.get("layers") or []
-    rows = [[l["name"], l["op"], l.get("provider") or "", l["calls"], _ms(l["total_ns"]), _us(l["mean_ns"]), _share(l.get("share"))]
-            for l in layers[:top]]
-    rest = layers[top:]
-    if rest:
-        total = sum(l["total_ns"] for l in rest)
-        share = sum(l.get("share") or 0 for l in rest)
-        rows.append([f"other ({len(rest)} layers)", "", "", sum(l["calls"] for l in rest), _ms(total), "", _share(share)])
+    s = profile.get("summary") or {}
     if not layers:
-        rows = [[u["name"], u["op"], "", "", "-", "-", "-"] for u in (profile.get("untimed") or [])[:top]]
+        return [[u["name"], u["op"], "", "", "-", "-", "-"] for u in (profile.get("untimed") or [])[:top]]
+    rows = [[l["name"], l["op"], l.get("provider") or "", _calls(l), _us(l.get("median_ns")), _spread(l), _share(l.get("share"))]
+            for l in layers[:top]]
+    kept_rest = layers[top:]
+    dropped = max(0, int(s.get("layers") or len(layers)) - len(layers))  # beyond the record's "top" (not kept)
+    if kept_rest or dropped:
+        med = sum(l.get("median_ns") or 0 for l in kept_rest)
+        share = sum(l.get("share") or 0 for l in kept_rest)
+        label = f"other ({len(kept_rest)} layers)" + (f"; {dropped} more not kept" if dropped else "")
+        rows.append([label, "", "", "", _us(med), "", _share(share)])
+    u = s.get("unattributed")
+    if u:
+        rows.append(["(unattributed)", "", "", "", _us(u["ns"]), "", _share(u["share"])
+                     + (" (overlap)" if u["ns"] < 0 else "")])
+    m = s.get("model_ns") or {}
+    rows.append(["(model, profiled)", "", "", "", _us(m.get("p50")),
+                 f"{_us(m.get('p10'))}..{_us(m.get('p90'))}" if m.get("p10") is not None else "-", _share(1.0)])
     return rows
+
+
+def _calls(l: dict) -> str:
+    c = l.get("calls_per_query")
+    return str(l["calls"]) if c is None else (str(int(c)) if float(c).is_integer() else f"{c:.2f}")
 
 
 def summary_rows(record: dict) -> list[list]:
     p = record["profile"]
     s = p["summary"]
     m = s["model_ns"]
-    rows = [["backend", record["backend"]["name"] + (f" ({(record['backend'].get('info') or {}).get('framework')} "
-                                                      f"{(record['backend'].get('info') or {}).get('version')})"
-                                                      if (record["backend"].get("info") or {}).get("version") else "")],
+    info = record["backend"].get("info") or {}
+    rows = [["backend", record["backend"]["name"] + (f" ({info.get('framework')} {info.get('version')})" if info.get("version") else "")],
             ["profiler", p.get("source")],
+            ["threads", "the framework's default (none set)" if info.get("threads") is None else str(info.get("threads"))],
             ["queries", f"{s['queries']} profiled (after {s.get('warmup', 0)} warm-up), batch {s.get('batch_size')}"],
-            ["model time p50", f"{_ms(m.get('p50'))} ms per query (profiled: slower than a benchmark)"],
-            ["layer time", f"{_ms(s['layer_ns_total'] // max(1, s['queries']))} ms per query over {s['layers']} layers"],
-            ["coverage", "-" if s.get("coverage") is None else f"{s['coverage']:.3f} (sum of layer times / model time)"],
-            ["profiler overhead", _overhead(s.get("overhead") or {})]]
+            ["statistic", "median per query over the profiled queries, spread p10..p90; shares of the model median"],
+            ["model time", f"p50 {_ms(m.get('p50'))} ms per query (p10..p90 {_ms(m.get('p10'))}..{_ms(m.get('p90'))} ms; "
+                           "profiled: slower than a benchmark)"]]
+    if s.get("layer_median_sum_ns") is not None:
+        rows.append(["layer time", f"{_ms(s['layer_median_sum_ns'])} ms per query: the sum of {s['layers']} layer medians"])
+        rows.append(["coverage", f"{s['coverage']:.3f} (sum of layer medians / model median)"])
+        u = s.get("unattributed") or {}
+        if u:
+            added = (p.get("overhead") or {}).get("added_ns")
+            split = (f"; of it {_ms(u['between_ops_ns'])} ms between ops in a typical query and {_ms(u['scatter_ns'])} ms "
+                     "scatter (queries slowed in different layers)") if u.get("scatter_ns") is not None and u["ns"] >= 0 else ""
+            rows.append(["unattributed", f"{_ms(u['ns'])} ms ({_share(u['share'])}): {u['meaning']}{split}"
+                         + (f"; the profiler adds {_ms(added)} ms per query (profiled p50 - plain p50)" if added and added > 0 else "")])
+    rows.append(["profiler overhead", _overhead(p.get("overhead") or s.get("overhead") or {})])
     if p.get("note"):
         rows.append(["note", p["note"]])
     system = p.get("system") or {}
@@ -67,8 +102,9 @@ def summary_rows(record: dict) -> list[list]:
 
 
 def compare_rows(comparison: dict, top: int) -> tuple[list[str], list[list]]:
-    names = comparison["summary"]["backends"]
-    columns = ["LAYER", "OP"] + [f"{n} us" for n in names] + [f"{n}/{names[0]}" for n in names[1:]] + ["FUSED / NODES"]
+    names = [n for n in comparison["summary"]["backends"] if n not in (comparison["summary"].get("untimed") or [])]
+    columns = (["LAYER", "OP"] + [f"{n} median us" for n in names] + [f"{n}/{names[0]}" for n in names[1:]]
+               + ["FUSED / NODES"])
     rows = []
     for r in comparison["rows"][:top]:
         cells = [r["backends"].get(n) for n in names]
@@ -78,12 +114,29 @@ def compare_rows(comparison: dict, top: int) -> tuple[list[str], list[list]]:
     return columns, rows
 
 
+def ops_rows(comparison: dict, top: int) -> tuple[list[str], list[list]]:
+    """Ops by op class on every backend: count and summed layer medians ('untimed' where the
+    backend records no per-op timing)."""
+    names = comparison["summary"]["backends"]
+    columns = ["OP CLASS"] + [f"{n} ops" for n in names] + [f"{n} median us" for n in names] + ["OP TYPES"]
+    rows = []
+    for r in comparison["ops"]["rows"][:top]:
+        cells = [r["backends"].get(n) for n in names]
+        types = "; ".join(f"{n}: " + ", ".join(f"{t} x{k}" for t, k in c["types"].items()) for n, c in zip(names, cells) if c)
+        rows.append([r["class"], *[c["ops"] if c else 0 for c in cells],
+                     *["-" if not c else ("untimed" if c["median_ns"] is None else _us(c["median_ns"])) for c in cells], types])
+    return columns, rows
+
+
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
 @click.option("--backend", cls=BackendOption, help="Backend to profile (cr.backends entry point): {backends}.")
-@click.option("--compare", "compare", metavar="B1,B2[,B3]", help="Profile on two or three backends and match their layers.")
+@click.option("--compare", "compare", metavar="B1,B2[,B3]", help="Profile on two or three backends (one thread count on all) and match their layers.")
 @click.option("--variant", "variants", multiple=True, metavar="[BACKEND=]VARIANT",
               help="Model variant (default: the first the backend loads); with --compare: BACKEND=VARIANT, repeatable.")
+@click.option("--variants", "diff", metavar="A,B",
+              help="With --backend: profile two versions of the model (precisions fp32,int8, variant names, or another "
+                   "version's ref) and show their layers side by side.")
 @click.option("-O", "--option", "options", multiple=True, metavar="[BACKEND:]KEY=VALUE",
               help="Backend option (repeatable); with --compare: BACKEND:KEY=VALUE.")
 @click.option("--samples", type=int, help="Profiled queries (default 50).")
@@ -98,17 +151,21 @@ def compare_rows(comparison: dict, top: int) -> tuple[list[str], list[list]]:
 @click.option("--no-store", "store", is_flag=True, default=True, flag_value=False, help="Do not keep the result in the results store.")
 @click.option("--install", is_flag=True, help="Install what running the model needs and is missing here first.")
 @click.option("--timeout", "timeout_s", type=float, help="Stop the runtime and fail after this many seconds.")
-def profile(ref, backend, compare, variants, options, samples, warmup, batch_size, threads, top, trace, lock_file, out,
+def profile(ref, backend, compare, variants, diff, options, samples, warmup, batch_size, threads, top, trace, lock_file, out,
             as_json, store, install, timeout_s):
     """Profile a model layer by layer: cr profile model NAME --backend onnxruntime [--trace t.json].
 
     Runs the model --samples times under the framework's own profiler (onnxruntime's
     session profiling, torch.profiler, tf.profiler, TensorRT's IProfiler; TFLite and null:
     model level only) in a separate process, outside any benchmark: profiled times are
-    slower than benchmarked ones and never enter the leaderboard. Prints the per-layer
-    table and the coverage (sum of layer times / model time); the Chrome trace (model,
-    layer and system tracks) is kept beside the result. With --compare onnxruntime,torch
-    the layers are matched across backends (docs/profiling.md says how).
+    slower than benchmarked ones and never enter the leaderboard. Prints each layer's
+    median time per query (p10..p90) over the profiled queries and its share of the model
+    median, the unattributed remainder, the coverage (sum of layer medians / model median)
+    and the profiler's overhead (profiled vs plain queries of the same model and threads);
+    the Chrome trace (model, layer and system tracks) is kept beside the result. With
+    --compare onnxruntime,torch the layers are matched across backends run with one thread
+    count; with --backend onnxruntime --variants fp32,int8, across two versions of the
+    model (docs/profiling.md says how).
     """
     from ..errors import CRError
     from ..run import profile as run_profile
@@ -117,6 +174,16 @@ def profile(ref, backend, compare, variants, options, samples, warmup, batch_siz
     ref = str(parse_ref_words(ref))
     params = {k: v for k, v in dict(samples=samples, warmup=warmup, batch_size=batch_size, threads=threads,
                                     timeout_s=timeout_s).items() if v is not None}
+    if diff is not None:
+        if compare is not None or variants:
+            raise CRError("give --variants A,B alone: it profiles two versions on one --backend",
+                          hint="drop --compare/--variant; e.g. --backend onnxruntime --variants fp32,int8")
+        if out is not None:
+            _folder(out, "-o")
+        result = run_profile.diff_variants(ref, backend, diff.split(","), params=params, backend_options=backend_options(options),
+                                           store=store, install=install, output_dir=out)
+        _show_compare(result, top, as_json, what="VARIANT")
+        return
     if compare is not None:
         if backend:
             raise CRError("give --backend or --compare, not both", hint="--compare onnxruntime,torch profiles on each")
@@ -156,9 +223,12 @@ def profile(ref, backend, compare, variants, options, samples, warmup, batch_siz
         output.emit_json(to_json(record))
     elif record["status"] == "ok":
         p = record["profile"]
-        title = f"{record['components'][0]['ref']} on {record['backend']['name']}: layers by time"
-        output.table(["LAYER", "OP", "PROVIDER", "CALLS", "TOTAL ms", "MEAN us", "SHARE"], layer_rows(p, top), title=title,
-                     empty="no layer events")
+        title = f"{record['components'][0]['ref']} on {record['backend']['name']}: layers by median time per query"
+        if p.get("layers") or not p.get("untimed"):
+            output.table(LAYER_COLUMNS, layer_rows(p, top), title=title, empty="no layer events")
+        else:
+            output.table(["OP (untimed)", "TYPE"], [r[:2] for r in layer_rows(p, top)],
+                         title=f"{record['components'][0]['ref']} on {record['backend']['name']}: ops (no per-op timing)")
         output.table(["PROFILE", "VALUE"], summary_rows(record))
     if out:
         click.echo(f"result: {out}", err=True)
@@ -185,26 +255,48 @@ def _folder(path: str, flag: str) -> None:
         raise CRError(f"cannot create the folder {path} ({flag}): {exc.strerror or exc}", hint="give a folder you can write") from None
 
 
-def _show_compare(result: dict, top: int, as_json: bool) -> None:
+def _show_compare(result: dict, top: int, as_json: bool, what: str = "BACKEND") -> None:
     from ..errors import CRError
     from ..results.record import to_json
 
     records, comparison = result["records"], result["comparison"]
+    pinned = result.get("threads") or {}
     if as_json:
-        output.emit_json({"records": [to_json(r) for r in records], "comparison": comparison})
+        output.emit_json({"records": [to_json(r) for r in records], "comparison": comparison, "threads": pinned,
+                          **({"variants": result["variants"]} if "variants" in result else {})})
     elif comparison is not None:
         s = comparison["summary"]
-        columns, rows = compare_rows(comparison, top)
-        output.table(columns, rows, title=f"{records[0]['components'][0]['ref']}: layers matched across {', '.join(s['backends'])} "
-                                          f"(largest time difference first)")
-        info = [[n, f"{s['layers'][n]} layers, {s['unmatched'][n]} unmatched, coverage "
-                    f"{'-' if s['coverage'][n] is None else format(s['coverage'][n], '.3f')}, model p50 {_ms(s['model_ns'][n])} ms"]
-                for n in s["backends"]]
-        info.append(["matched", f"{s['matched']} layers ({s['fused_rows']} with fused nodes)"])
-        for n, rest in comparison["unmatched"].items():
+        untimed = s.get("untimed") or []
+        model = records[0]["components"][0]["ref"]
+        if "variants" in result:
+            model = f"{model} on {s.get('backend')}" + "".join(
+                f"; {v['label']} = {v['model_ref']} variant {v['variant'] or 'default'}" for v in result["variants"])
+        if comparison["rows"]:
+            columns, rows = compare_rows(comparison, top)
+            output.table(columns, rows, title=f"{model}: layers matched across "
+                                              f"{', '.join(n for n in s['backends'] if n not in untimed)} "
+                                              "(median per query; largest difference first)")
+        columns, rows = ops_rows(comparison, top)
+        output.table(columns, rows, title=f"{model}: ops by op class on {', '.join(s['backends'])}"
+                                          + (f" ({', '.join(untimed)}: no per-op timing, ops counted)" if untimed else ""))
+        info = []
+        for n in s["backends"]:
+            ran = (pinned.get("ran") or {}).get(n)
+            if n in untimed:
+                text = f"{s['layers'][n]} ops listed, untimed ({(comparison.get('notes') or {}).get(n) or 'no per-op timing'})"
+            else:
+                cov = s["coverage"].get(n)
+                text = (f"{s['layers'][n]} layers, {s['unmatched'].get(n, 0)} unmatched, coverage "
+                        f"{'-' if cov is None else format(cov, '.3f')}")
+            info.append([n, f"{text}; model p50 {_ms(s['model_ns'].get(n))} ms; threads {'-' if ran is None else ran}"])
+        if pinned:
+            info.append(["threads", f"{pinned['threads']} on every {what.lower()} (from {pinned['from']})"])
+        if comparison["rows"]:
+            info.append(["matched", f"{s['matched']} layers ({s['fused_rows']} with fused nodes)"])
+        for n, rest in (comparison.get("unmatched") or {}).items():
             if rest:
                 info.append([f"unmatched {n}", ", ".join(f"{u['name']} ({u['op']})" for u in rest[:8]) + (" ..." if len(rest) > 8 else "")])
-        output.table(["BACKEND", "PROFILE"], info)
+        output.table([what, "PROFILE"], info)
     failed = [r for r in records if r["status"] != "ok"]
     if failed:
         error = failed[0].get("error") or {}

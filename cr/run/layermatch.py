@@ -24,8 +24,11 @@ Matching, in three passes over (reference = the first backend, other):
      ...) that follow its partner on the other side up to the next matched layer; any
      matched conv/gemm absorbs a following batch norm (folded into its weights): one
      row, "fused" listing the layers it covers, their times summed.
-What stays unmatched is listed per backend. Times compared are per query (total over
-the profiled queries / queries); ratio = other / reference.
+What stays unmatched is listed per backend. Times compared are per query: each layer's
+median over the profiled queries (per_query_ns, cr.runtime.profiling.aggregate); ratio =
+other / reference. A backend without per-op timing (TFLite from Python) has no layer
+times to match: it is listed by its ops, counted by op class beside the other backends'
+(op_inventory).
 """
 from __future__ import annotations
 
@@ -35,7 +38,8 @@ OP_CLASSES = {
     "conv": ("conv", "fusedconv", "conv2d", "fusedconv2d", "fuseddepthwiseconv2dnative", "_fusedconv2d", "depthwiseconv2dnative", "conv_2d", "depthwise_conv_2d",
              "convolution", "_convolution", "conv1d", "conv3d", "qlinearconv", "convinteger"),
     "gemm": ("gemm", "fusedgemm", "matmul", "fusedmatmul", "linear", "addmm", "mm", "bmm", "fully_connected",
-             "batchmatmulv2", "_fusedmatmul", "fusedmatmul", "batchmatmul", "qlinearmatmul", "matmulinteger"),
+             "batchmatmulv2", "_fusedmatmul", "fusedmatmul", "batchmatmul", "qlinearmatmul", "matmulinteger",
+             "dynamicquantizematmul", "matmulintegertofloat"),
     "relu": ("relu", "relu_", "relu6", "hardtanh", "hardtanh_", "clip", "clamp", "clamp_min", "leakyrelu"),
     "pool": ("maxpool", "max_pool2d", "max_pool_2d", "maxpool2d", "averagepool", "avgpool", "avg_pool2d",
              "globalaveragepool", "adaptive_avg_pool2d", "mean", "average_pool_2d", "max_pool2d_with_indices"),
@@ -46,10 +50,11 @@ OP_CLASSES = {
     "softmax": ("softmax", "_softmax", "log_softmax"),
     "reshape": ("reshape", "flatten", "view", "squeeze", "unsqueeze", "transpose", "permute", "contiguous"),
     "hardswish": ("hardswish", "hard_swish", "hardswish_"),
-    "quantize": ("quantizelinear", "dequantizelinear", "quantize", "dequantize"),
+    "quantize": ("quantizelinear", "dequantizelinear", "quantize", "dequantize", "dynamicquantizelinear"),
+    "cast": ("cast", "to", "_to_copy"),
 }
 _CLASS_OF = {name: cls for cls, names in OP_CLASSES.items() for name in names}
-ELEMENTWISE = {"relu", "add", "mul", "batchnorm", "sigmoid", "hardswish", "quantize"}
+ELEMENTWISE = {"relu", "add", "mul", "batchnorm", "sigmoid", "hardswish", "quantize", "cast"}
 _ONNX_OP_PART = re.compile(r"^[A-Z][A-Za-z0-9]*(?:_\d+)?$")
 
 
@@ -70,13 +75,22 @@ def op_class(op: str) -> str:
 
 
 _ONNX_SUFFIXES = re.compile(r"(?:_output_\d+)?(?:_nchwc)?(?:_token_\d+)?$")
+# the nodes ONNX Runtime's quantiser (quantize_dynamic / quantize_static) adds or renames:
+# "Conv_quant", "Gemm_MatMul_quant", "Conv_quant_scales_mul", "Conv_output_0_bias_add", ...
+_QUANT_SUFFIX = re.compile(r"(?:_MatMul)?_quant(?:_scales_mul|_output_scale_mul)?$"
+                           r"|_output_\d+_(?:bias_add|output_quantized_cast|QuantizeLinear|DequantizeLinear)$")
+
+
+def _quant_named(name: str) -> bool:
+    parts = [p for p in (name or "").split("/") if p]
+    return bool(parts) and _QUANT_SUFFIX.search(parts[-1]) is not None
 
 
 def _onnx_parts(name: str) -> tuple[list[str], str | None]:
     """(scopes, the op named in the last part or None) of an ONNX node name from torch's
     exporter, after ONNX Runtime's renames ("fused " prefix, "<tensor>_output_0_nchwc")."""
     parts = [p for p in name.split("/") if p]
-    last = _ONNX_SUFFIXES.sub("", parts[-1]) if parts else ""
+    last = _ONNX_SUFFIXES.sub("", _QUANT_SUFFIX.sub("", parts[-1])) if parts else ""
     if parts and _ONNX_OP_PART.match(last):
         return parts[:-1], re.sub(r"_\d+$", "", last)
     return parts, None
@@ -92,6 +106,8 @@ def is_fused(op: str, name: str) -> bool:
     ONNX Runtime node that computes another op's output (a Conv named after the Relu it absorbed)."""
     if _base(op).startswith("fused") or " + " in (name or ""):
         return True
+    if _quant_named(name):  # a quantiser's node is named after the layer it quantises, not fused into it
+        return False
     clean = (name or "").removeprefix("fused ")
     if clean.startswith("/"):
         named = _onnx_parts(clean)[1]
@@ -188,9 +204,67 @@ def _cell(row: dict, extra: list[dict]) -> dict:
     return cell
 
 
+def timed(profile: dict) -> bool:
+    """Whether a profile has per-layer times (a model-level one lists its ops untimed)."""
+    return any(isinstance(l, dict) for l in (profile.get("layers") or []))
+
+
+def op_inventory(profiles: list[tuple[str, dict]]) -> dict:
+    """The ops of every profile by op class, timed or not: {"rows": [{"class", "backends":
+    {name: {"ops": count, "median_ns": sum of the class's layer medians or None when
+    untimed, "types": {op type: count}}}}], "ops": {name: [{"name", "op", "class"}]}}.
+    What a backend without per-op timing (TFLite from Python) can still be compared by."""
+    by_class: dict = {}
+    ops: dict = {}
+    for name, p in profiles:
+        is_timed = timed(p)
+        listing = [l for l in (p.get("layers") or []) if isinstance(l, dict)] if is_timed else list(p.get("untimed") or [])
+        ops[name] = [{"name": o.get("name"), "op": o.get("op"), "class": op_class(o.get("op"))} for o in listing]
+        for o in listing:
+            cls = op_class(o.get("op"))
+            cell = by_class.setdefault(cls, {}).setdefault(name, {"ops": 0, "median_ns": 0 if is_timed else None, "types": {}})
+            cell["ops"] += 1
+            cell["types"][o.get("op")] = cell["types"].get(o.get("op"), 0) + 1
+            if is_timed:
+                cell["median_ns"] += o.get("median_ns", o.get("per_query_ns")) or 0
+    rows = [{"class": cls, "backends": cells} for cls, cells in by_class.items()]
+    rows.sort(key=lambda r: (-max((c["median_ns"] or 0) for c in r["backends"].values()),
+                             -max(c["ops"] for c in r["backends"].values()), r["class"]))
+    return {"rows": rows, "ops": ops}
+
+
 def compare_profiles(profiles: list[tuple[str, dict]]) -> dict:
-    """Rows of matched layers (the first backend is the reference), sorted by the largest
-    per-query time difference; the unmatched layers of each backend; a summary."""
+    """Rows of matched layers (the first timed backend is the reference), sorted by the
+    largest per-query median difference; the unmatched layers of each backend; the ops of
+    every backend by op class (op_inventory: a backend without per-op timing is listed by
+    its ops, not left out); a summary."""
+    inventory = op_inventory(profiles)
+    untimed = [n for n, p in profiles if not timed(p)]
+    timed_profiles = [(n, p) for n, p in profiles if timed(p)]
+    notes = {n: p.get("note") for n, p in profiles if not timed(p)}
+    if len(timed_profiles) < 2:
+        summary = {
+            "backends": [n for n, _ in profiles], "reference": timed_profiles[0][0] if timed_profiles else None,
+            "matched": 0, "layers": {n: len(inventory["ops"][n]) for n, _ in profiles}, "untimed": untimed,
+            "unmatched": {}, "fused_rows": 0,
+            "model_ns": {n: (p.get("summary") or {}).get("model_ns", {}).get("p50") for n, p in profiles},
+            "coverage": {n: (p.get("summary") or {}).get("coverage") for n, p in profiles},
+        }
+        return {"summary": summary, "rows": [], "unmatched": {}, "ops": inventory, "notes": notes,
+                "matching": "no layer times to match: " + ", ".join(untimed) + " record no per-op timing; "
+                            "the ops of every backend are listed by op class"}
+    out = _match_profiles(timed_profiles)
+    out["summary"]["backends"] = [n for n, _ in timed_profiles] + untimed
+    out["summary"]["untimed"] = untimed
+    for n in untimed:
+        out["summary"]["layers"][n] = len(inventory["ops"][n])
+        out["summary"]["model_ns"][n] = (dict(profiles)[n].get("summary") or {}).get("model_ns", {}).get("p50")
+        out["summary"]["coverage"][n] = None
+    out["ops"], out["notes"] = inventory, notes
+    return out
+
+
+def _match_profiles(profiles: list[tuple[str, dict]]) -> dict:
     names = [n for n, _ in profiles]
     tables = [_layers(p) for _, p in profiles]
     ref = tables[0]

@@ -160,11 +160,51 @@ def _keep_trace(record: dict, result: dict, trace_path: Path | None, output, sto
         record["trace"]["exported"] = str(trace_path)
 
 
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def pinned_threads(names: list[str], params: dict | None, backend_options: dict | None) -> tuple[int, str]:
+    """(the one thread count every compared run gets, where it came from): --threads, else a
+    backend option that sets threads (the same on every side that sets one), else the cores
+    this process may use. CRError when the sides are given different counts."""
+    from .target import threads_option
+
+    given = {}
+    if (params or {}).get("threads") is not None:
+        given["--threads"] = params["threads"]
+    for name in names:
+        opts = (backend_options or {}).get(name) or {}
+        for key in {"threads", threads_option(registry.find(name))} - {None}:
+            if opts.get(key) is not None:
+                given[f"-O {name}:{key}"] = opts[key]
+    values = set()
+    for where, value in given.items():
+        try:
+            n = int(value)
+        except (TypeError, ValueError):
+            raise CRError(f"{where}={value!r} is not a thread count", hint="give a whole number of threads, e.g. --threads 2") from None
+        if n < 1:
+            raise CRError(f"{where}={value!r}: a thread count is 1 or more", hint="e.g. --threads 2")
+        values.add(n)
+    if len(values) > 1:
+        raise CRError("--compare runs every backend with one thread count, but "
+                      + ", ".join(f"{w}={v}" for w, v in given.items()) + " differ",
+                      hint="give one count (--threads N), or profile each backend on its own with cr profile --backend")
+    if values:
+        return values.pop(), " and ".join(given)
+    return usable_cores(), "the cores this process may use (no --threads given)"
+
+
 def compare(ref: str, backends: list[str], params: dict | None = None, backend_options: dict | None = None,
             variants: dict | None = None, store: bool = True, install: bool = False, output_dir: str | Path | None = None,
             trace_dir: str | Path | None = None) -> dict:
-    """Profile ref on each backend (one record each, stored), then match their layers
-    (cr.run.layermatch). {"records": [...], "comparison": {...}}."""
+    """Profile ref on each backend (one record each, stored) with the same thread count
+    (pinned_threads), then match their layers (cr.run.layermatch); a backend without per-op
+    timing is listed by its ops. {"records": [...], "comparison": {...}, "threads": {...}}."""
     from .layermatch import compare_profiles
 
     names = [b.strip() for b in backends if b.strip()]
@@ -175,11 +215,13 @@ def compare(ref: str, backends: list[str], params: dict | None = None, backend_o
         raise CRError(f"--compare takes at most three backends, given {len(names)}", hint="compare two or three at a time")
     for name in names:  # every backend checked before the first one runs
         _check_profiler(registry.find(name))
+    threads, source = pinned_threads(names, params, backend_options)
+    params = {**(params or {}), "threads": threads}
     from ..events import reporter
 
     recs = []
     for k, name in enumerate(names, 1):
-        reporter().info(f"profiling {ref} on {name} ({k} of {len(names)})")
+        reporter().info(f"profiling {ref} on {name} ({k} of {len(names)}, {threads} threads)")
         out = Path(output_dir) / f"profile-{name}.json" if output_dir else None
         tr = Path(trace_dir) / f"trace-{name}.json" if trace_dir else None
         recs.append(profile(ref, backend=name, params=params, backend_options=(backend_options or {}).get(name),
@@ -188,4 +230,88 @@ def compare(ref: str, backends: list[str], params: dict | None = None, backend_o
             break
     ok = [r for r in recs if r["status"] == "ok"]
     comparison = compare_profiles([(r["backend"]["name"], r["profile"]) for r in ok]) if len(ok) == len(names) else None
-    return {"records": recs, "comparison": comparison}
+    pinned = {"threads": threads, "from": source,
+              "ran": {r["backend"]["name"]: (r["backend"].get("info") or {}).get("threads") for r in ok}}
+    if comparison is not None:
+        comparison["summary"]["threads"] = pinned
+    return {"records": recs, "comparison": comparison, "threads": pinned}
+
+
+def _variant_of(model: dict, backend: str, item: str, install: bool) -> dict:
+    """{"label", "model_ref", "variant", "precision"} for one --variants item: a precision
+    (fp32, int8, int8-dynamic, ...: cr.run.precision finds or compiles it), a variant name
+    of the model, or a model ref of another version of the same model."""
+    from ..runtime import variants as model_variants
+    from ..store.catalog import show
+    from . import precision
+
+    if item in precision.PRECISIONS:
+        v = precision.variant_for(model["ref"], backend, item, install=install)
+        return {"label": item, "model_ref": v.model_ref, "variant": str(v), "precision": item, "compiled": v.compiled}
+    if ":" in item:
+        other = show(item, verify=False)
+        if other["kind"] != "model" or other["name"] != model["name"]:
+            raise CRError(f"--variants {item} is {other['kind']} {other['name']}, not a version of model {model['name']}: "
+                          "a layer diff compares two versions of one model",
+                          hint=f"give precisions (e.g. --variants fp32,int8) or variants of {model['ref']} "
+                               f"({', '.join(model_variants.names(model['meta'])) or 'none'}); "
+                               "to compare different models, profile each with cr profile")
+        return {"label": other["ref"], "model_ref": other["ref"], "variant": None,
+                "precision": model_variants.effective(other["meta"]).get("precision")}
+    names = model_variants.names(model["meta"])
+    if item not in names:
+        raise CRError(f"--variants {item!r} is neither a precision nor a variant of {model['ref']}",
+                      hint=f"its variants: {', '.join(names) or 'none'}; precisions: {', '.join(precision.PRECISIONS)}")
+    return {"label": item, "model_ref": model["ref"], "variant": item,
+            "precision": model_variants.effective(model["meta"], item).get("precision")}
+
+
+def diff_variants(ref: str, backend: str, items: list[str], params: dict | None = None, backend_options: dict | None = None,
+                  store: bool = True, install: bool = False, output_dir: str | Path | None = None) -> dict:
+    """Profile two versions of one model on one backend (fp32 vs int8: a precision, a variant
+    name or another version's ref each) with the same threads and inputs, and match their
+    layers side by side (cr.run.layermatch, the first item is the reference).
+    {"records", "comparison", "threads", "variants"}."""
+    from ..store.catalog import show
+    from .layermatch import compare_profiles
+
+    items = [i.strip() for i in items if i.strip()]
+    if len(items) != 2 or items[0] == items[1]:
+        raise CRError(f"--variants needs two different versions of the model, given {','.join(items) or 'none'}",
+                      hint="e.g. --variants fp32,int8 (precisions), or two variant names of the model")
+    if not backend:
+        raise CRError("--variants needs --backend: a layer diff compares two versions of one model on one backend",
+                      hint="e.g. cr profile model lenet-digits --backend onnxruntime --variants fp32,int8")
+    model = show(ref if ":" in ref else f"model:{ref}", verify=False)
+    if model["kind"] != "model":
+        raise CRError(f"--variants takes a model, {model['ref']} is a {model['kind']}",
+                      hint="give a model ref, e.g. cr profile model lenet-digits --backend onnxruntime --variants fp32,int8")
+    entry = registry.find(backend)
+    _check_profiler(entry)
+    from .precision import PRECISIONS
+
+    # refs and variant names are checked before a precision is made (cr compile may run for one)
+    found = {i: _variant_of(model, backend, item, install) for i, item in enumerate(items) if item not in PRECISIONS}
+    found.update({i: _variant_of(model, backend, item, install) for i, item in enumerate(items) if item in PRECISIONS})
+    resolved = [found[i] for i in range(len(items))]
+    threads, source = pinned_threads([backend], params, {backend: backend_options or {}})
+    params = {**(params or {}), "threads": threads}
+    from ..events import reporter
+
+    recs = []
+    for k, v in enumerate(resolved, 1):
+        reporter().info(f"profiling {v['model_ref']} ({v['label']}, variant {v['variant'] or 'default'}) on {backend} "
+                        f"({k} of 2, {threads} threads)")
+        out = Path(output_dir) / f"profile-{k}-{v['label'].replace(':', '_').replace('/', '_')}.json" if output_dir else None
+        recs.append(profile(v["model_ref"], backend=backend, params=params, backend_options=backend_options,
+                            variant=v["variant"], output=out, store=store, install=install))
+        if recs[-1]["status"] != "ok":
+            break
+    ok = [r for r in recs if r["status"] == "ok"]
+    comparison = compare_profiles([(v["label"], r["profile"]) for v, r in zip(resolved, ok)]) if len(ok) == 2 else None
+    pinned = {"threads": threads, "from": source,
+              "ran": {v["label"]: (r["backend"].get("info") or {}).get("threads") for v, r in zip(resolved, ok)}}
+    if comparison is not None:
+        comparison["summary"]["threads"] = pinned
+        comparison["summary"]["backend"] = backend
+    return {"records": recs, "comparison": comparison, "threads": pinned, "variants": resolved}

@@ -2,10 +2,16 @@
 
 job: see cr.runtime.actions.common; job["log_dir"]: the work directory the framework's
 profile files go to and the trace is written to (``trace.json``); params: samples,
-warmup, batch_size, seed, threads, system_interval_ms, top.
-  ->  {"profile": {"level", "source", "note", "summary", "layers", "untimed", "files",
-                   "clock", "system"}, "backend_info", "model_file", "pipeline", "inputs",
-       "trace_file"}
+warmup, baseline, batch_size, seed, threads, system_interval_ms, top.
+  ->  {"profile": {"level", "source", "note", "overhead", "summary", "layers", "untimed",
+                   "files", "clock", "system"}, "backend_info", "model_file", "pipeline",
+       "inputs", "trace_file"}
+
+The profiler's overhead is measured on every backend: ``baseline`` plain queries (default
+min(samples, 20)) of the same model, threads and inputs, run just before the profiled ones,
+in the same session once warm, or (ONNX Runtime, which profiles a session from its
+creation) in a second session opened without profiling; profile.overhead holds both
+medians and their ratio.
 
 The queries run after the warm-up, outside any benchmark: profiling slows a model, so a
 profile's times are never a benchmark's latencies. Inputs are seeded synthetic arrays of
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 
 from ...errors import CRError
@@ -40,9 +47,24 @@ def main(job: dict) -> dict:
     profiler_cls = profiler_class(cls)
     if profiler_cls is None:
         raise CRError(f"backend {b['name']!r} has no profiler", hint="profile on a backend that names one (cr profile --help)")
-    job = {**job, "backend": {**b, "options": {**(b.get("options") or {}), **profiler_cls.load_options(workdir)}}}
-    opened = open_backend(job)
+    baseline_n = int(params.get("baseline", min(samples, 20)))
+    plain_opened = None
+    if not profiler_cls.UNPROFILED_BASELINE and baseline_n > 0:
+        # the framework profiles from load on (ONNX Runtime): the plain queries run on a second
+        # session of the same model, options and threads, open beside the profiled one
+        plain_opened = open_backend(job)
+    profiled_job = {**job, "backend": {**b, "options": {**(b.get("options") or {}), **profiler_cls.load_options(workdir)}}}
+    try:
+        opened = open_backend(profiled_job)
+    except BaseException:
+        if plain_opened is not None:
+            plain_opened.backend.close()
+        raise
     backend = opened.backend
+    plain_backend = plain_opened.backend if plain_opened is not None else backend
+    plain_how = ("a second session of the same model, options and threads without profiling (the framework profiles a "
+                 "session from its creation)" if plain_opened is not None else "the same session with the profiler off")
+    plain_how += "; half the plain queries just before the profiled ones, half just after"
     try:
         declared = opened.input_specs()
         batch_size = batch_size_for(declared, params.get("batch_size"), opened.ref)
@@ -50,18 +72,14 @@ def main(job: dict) -> dict:
         specs = backend.inputs()
         for batch in batches:
             check_inputs(specs, batch)
-        if callable(getattr(backend, "prepare", None)):
-            backend.prepare(batches[0])
-        for i in range(warmup):
-            backend.run(batches[i % len(batches)])
+        for warm in {id(backend): backend, id(plain_backend): plain_backend}.values():
+            if callable(getattr(warm, "prepare", None)):
+                warm.prepare(batches[0])
+            for i in range(warmup):
+                warm.run(batches[i % len(batches)])
         clock = time.perf_counter_ns
-        # the same queries without the profiler, right before it starts: its overhead, measured
-        unprofiled = []
-        if profiler_cls.UNPROFILED_BASELINE:
-            for i in range(int(params.get("baseline", min(samples, 20)))):
-                t0 = clock()
-                backend.run(batches[i % len(batches)])
-                unprofiled.append(clock() - t0)
+        # the same queries without the profiler, around the profiled ones: its overhead, measured
+        plain = _timed(plain_backend, batches, (baseline_n + 1) // 2)
         profiler = profiler_cls(backend, workdir)
         sampler = SystemSampler(float(params.get("system_interval_ms", 10)) / 1000.0)
         sampler.start()
@@ -76,13 +94,16 @@ def main(job: dict) -> dict:
         finally:
             collected = profiler.stop()
             sampler.stop()
+        plain += _timed(plain_backend, batches, baseline_n // 2)
         info = opened.info()
     finally:
         backend.close()
+        if plain_opened is not None:
+            plain_opened.backend.close()
     events, how = align(collected, spans)
     table = aggregate(events, spans, collected.untimed)
     top = int(params.get("top", 500))
-    table["summary"]["overhead"] = _overhead(table["summary"]["model_ns"]["p50"], unprofiled, profiler_cls)
+    overhead = _overhead(table["summary"]["model_ns"]["p50"], len(spans), plain, plain_how)
     framework = info.get("framework") or b["name"]
     trace = chrome.build(spans, events, sampler.samples, {
         "backend": b["name"], "framework": framework, "version": info.get("version"), "model": opened.ref,
@@ -93,7 +114,7 @@ def main(job: dict) -> dict:
     atomic_write_bytes(trace_path, json.dumps(trace, separators=(",", ":")).encode("utf-8"))
     return {
         "profile": {
-            "level": profiler.level, "source": profiler.source, "note": collected.note,
+            "level": profiler.level, "source": profiler.source, "note": collected.note, "overhead": overhead,
             "summary": {**table["summary"], "layers_kept": min(top, len(table["layers"])), "batch_size": batch_size,
                         "warmup": warmup},
             "layers": table["layers"][:top], "untimed": collected.untimed,
@@ -109,13 +130,23 @@ def main(job: dict) -> dict:
     }
 
 
-def _overhead(profiled_p50, unprofiled: list, profiler_cls) -> dict:
-    """The profiler's cost: profiled p50 over the p50 of the same queries run just before
-    it started; or why it cannot be measured in this process."""
-    if not unprofiled:
-        why = ("the framework profiles from load on, so no unprofiled query of this session exists; "
-               "compare with cr benchmark of the same configuration") if not profiler_cls.UNPROFILED_BASELINE else "no baseline queries"
-        return {"ratio": None, "why": why}
-    base = sorted(unprofiled)[len(unprofiled) // 2]
-    return {"ratio": round(profiled_p50 / base, 3) if base and profiled_p50 else None, "unprofiled_p50_ns": base,
-            "unprofiled_queries": len(unprofiled)}
+def _timed(backend, batches: list, n: int) -> list:
+    clock = time.perf_counter_ns
+    out = []
+    for i in range(n):
+        t0 = clock()
+        backend.run(batches[i % len(batches)])
+        out.append(clock() - t0)
+    return out
+
+
+def _overhead(profiled_p50, profiled_n: int, plain: list, how: str | None) -> dict:
+    """The profiler's cost: the profiled queries' p50 over the p50 of the same model run plainly
+    (same threads, options and inputs), or why it was not measured."""
+    if not plain:
+        return {"ratio": None, "plain_p50_ns": None, "profiled_p50_ns": profiled_p50,
+                "why": "no plain queries were run (baseline=0)"}
+    base = int(statistics.median(plain))
+    return {"ratio": round(profiled_p50 / base, 3) if base and profiled_p50 else None, "plain_p50_ns": base,
+            "profiled_p50_ns": profiled_p50, "added_ns": profiled_p50 - base if profiled_p50 is not None else None,
+            "plain_queries": len(plain), "profiled_queries": profiled_n, "plain_run": how}

@@ -16,12 +16,15 @@ event onto this process's time.perf_counter_ns: one clock for the model, layer a
 system tracks. ``level`` is "layer", or "model" when the framework exposes no per-layer
 timing (then ``note`` says so in one line and the table lists ops untimed, if known).
 
-Coverage is the sum of a query's layer times over that query's span (the model time the
-harness measured around run()), the median over the profiled queries (so one query the
-OS stalled does not move it; ``coverage_of_total`` is the plain ratio of the sums): below
-1, time no layer accounts for (framework overhead between ops, the profiler's own
-bookkeeping, Python); above 1, ops overlapping on several threads. A layer's ``share`` is
-its time per query over the median query time.
+Every figure of the table is one statistic: per query, the median over the profiled
+queries (aggregate()). A layer's time is summed within each query, then its median (and
+p10..p90) taken over the queries; the model time is the median of the same queries'
+spans (the time the harness measured around run()); a layer's ``share`` is its median
+over the model median. ``coverage`` is the sum of the layer medians over the model
+median and ``unattributed`` the remainder (model median less that sum): positive, time
+no layer accounts for (framework overhead between ops, the profiler's own bookkeeping,
+Python); negative, ops overlapping on several threads. Outliers (one query the OS
+stalled) move none of these, which is why no mean is shown.
 """
 from __future__ import annotations
 
@@ -66,8 +69,8 @@ class Collected:
 class Profiler:
     level = "layer"
     source = ""
-    #: False when the framework profiles from load on (ONNX Runtime): no unprofiled run
-    #: of the same session exists to measure the profiler's overhead against
+    #: False when the framework profiles from load on (ONNX Runtime): the plain queries the
+    #: overhead is measured against run on a second session opened without profiling
     UNPROFILED_BASELINE = True
 
     def __init__(self, backend, workdir: str):
@@ -144,8 +147,29 @@ def align(collected: Collected, spans: list[tuple[int, int]]) -> tuple[list, dic
     return kept, how
 
 
+def spread(values: list) -> dict:
+    """{"p50", "p10", "p90"} of values (ns, ints); the 10th and 90th percentiles by linear
+    interpolation between order statistics (statistics.quantiles, "inclusive")."""
+    v = sorted(values)
+    if not v:
+        return {"p50": None, "p10": None, "p90": None}
+    if len(v) == 1:
+        return {"p50": int(v[0]), "p10": int(v[0]), "p90": int(v[0])}
+    cuts = statistics.quantiles(v, n=10, method="inclusive")
+    return {"p50": int(statistics.median(v)), "p10": int(round(cuts[0])), "p90": int(round(cuts[-1]))}
+
+
 def aggregate(events: list, spans: list[tuple[int, int]], untimed: list | None = None) -> dict:
-    """The per-layer table and the summary (what a profile record holds)."""
+    """The per-layer table and the summary (what a profile record holds).
+
+    Every figure is per query and a median over the profiled queries: a layer's events are
+    summed within each query (a layer that did not run in a query counts 0 there), then
+    ``median_ns`` (with ``p10_ns``/``p90_ns``) is taken over the queries; the model time is
+    the median of the same queries' spans. A layer's ``share`` is its median over the model
+    median, and ``unattributed`` is the model median less the sum of the layer medians
+    (negative when ops overlapped on several threads). Means are kept for reference only
+    (``mean_per_query_ns``): one query the OS stalled moves a mean, not a median."""
+    n_q = len(spans)
     model_total = sum(e - s for s, e in spans)
     groups: dict = {}
     for order, ev in enumerate(events):
@@ -153,36 +177,65 @@ def aggregate(events: list, spans: list[tuple[int, int]], untimed: list | None =
         g = groups.get(key)
         if g is None:
             g = groups[key] = {"name": ev.name, "op": ev.op, "provider": ev.provider, "calls": 0, "total_ns": 0,
-                               "order": order}
+                               "order": order, "_per_query": [0] * n_q}
             if ev.args and ev.args.get("shapes"):
                 g["shapes"] = ev.args["shapes"]
         g["calls"] += 1
         g["total_ns"] += ev.dur_ns
-    layers = sorted(groups.values(), key=lambda g: (-g["total_ns"], g["order"]))
+        if ev.query is not None and 0 <= ev.query < n_q:
+            g["_per_query"][ev.query] += ev.dur_ns
+    durations = [e - s for s, e in spans]
+    model = spread(durations)
+    p50 = model["p50"]
+    for g in groups.values():
+        per_query = g.pop("_per_query")
+        st = spread(per_query)
+        g["median_ns"], g["p10_ns"], g["p90_ns"] = st["p50"], st["p10"], st["p90"]
+        g["per_query_ns"] = g["median_ns"]  # the statistic every consumer compares (layermatch, dashboard)
+        g["mean_per_query_ns"] = g["total_ns"] // max(1, n_q)
+        g["calls_per_query"] = round(g["calls"] / max(1, n_q), 3)
+        g["share"] = round(g["median_ns"] / p50, 5) if p50 and g["median_ns"] is not None else None
+    layers = sorted(groups.values(), key=lambda g: (-(g["median_ns"] or 0), -g["total_ns"], g["order"]))
     first = sorted(layers, key=lambda g: g["order"])
     for position, g in enumerate(first):
         g["order"] = position  # execution order (first call), what fusion detection walks
-    n = max(1, len(spans))
-    durations = sorted(e - s for s, e in spans)
-    p50 = int(statistics.median(durations)) if durations else None
-    for g in layers:
-        g["mean_ns"] = g["total_ns"] // max(1, g["calls"])
-        g["per_query_ns"] = g["total_ns"] // n
-        g["share"] = round(g["per_query_ns"] / p50, 5) if p50 else None
     layer_total = sum(g["total_ns"] for g in layers)
-    per_query = [0] * len(spans)
+    median_sum = sum(g["median_ns"] or 0 for g in layers)
+    per_query = [0] * n_q
     for ev in events:
-        if ev.query is not None and 0 <= ev.query < len(per_query):
+        if ev.query is not None and 0 <= ev.query < n_q:
             per_query[ev.query] += ev.dur_ns
-    ratios = [t / (e - s) for t, (s, e) in zip(per_query, spans) if e > s]
+    ratios = [t / d for t, d in zip(per_query, durations) if d > 0]
+    unattributed = None
+    if layers and p50:
+        rest = p50 - median_sum
+        # medians do not add: the remainder splits into the time between ops in a typical query
+        # (model median less the median of each query's summed layer time) and the scatter (that
+        # median less the sum of the layer medians: each query slowed in different layers, by
+        # preemption or load, which no layer's median shows)
+        typical = int(statistics.median(per_query)) if per_query else 0
+        unattributed = {"ns": rest, "share": round(rest / p50, 5),
+                        "between_ops_ns": p50 - typical, "scatter_ns": typical - median_sum,
+                        "meaning": ("time inside a query no layer's median accounts for (the framework's per-run cost "
+                                    "between ops, the profiler's bookkeeping, Python; and the scatter of per-query "
+                                    "stalls over different layers)") if rest >= 0 else
+                                   ("negative: the layer medians add up to more than the model median, so ops "
+                                    "overlapped (ran in parallel on several threads)")}
     summary = {
-        "queries": len(spans),
-        "model_ns": {"total": model_total, "p50": p50, "mean": model_total // n if spans else None,
-                     "min": durations[0] if durations else None, "max": durations[-1] if durations else None},
+        "queries": n_q,
+        "statistic": "median per query over the profiled queries (spread: p10..p90)",
+        "model_ns": {"total": model_total, "p50": p50, "p10": model["p10"], "p90": model["p90"],
+                     "mean": model_total // n_q if spans else None,
+                     "min": min(durations) if durations else None, "max": max(durations) if durations else None},
         "layer_ns_total": layer_total,
-        # the median of the queries' own coverage: one query stalled by the OS does not move it
-        "coverage": round(statistics.median(ratios), 4) if ratios and layers else None,
+        "layer_median_sum_ns": median_sum if layers else None,
+        "layer_ns_per_query": spread(per_query) if layers else None,
+        # the sum of the layer medians over the model median: what the table's shares add up to
+        "coverage": round(median_sum / p50, 4) if p50 and layers else None,
+        # the median of each query's own (layer time / query time): a check on the one above
+        "coverage_per_query": round(statistics.median(ratios), 4) if ratios and layers else None,
         "coverage_of_total": round(layer_total / model_total, 4) if model_total and layers else None,
+        "unattributed": unattributed,
         "layers": len(layers),
         "events": len(events),
     }
