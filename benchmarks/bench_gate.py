@@ -111,8 +111,10 @@ def pair(a: tuple, b: tuple, queries: int, rounds: int, mode: str, index: int):
     order = [("A", a), ("B", b)] * rounds if mode == "ab" else [("A", a)] * rounds + [("B", b)] * rounds
     for side, (sess, name, pool, extra, _threads) in order:
         secs[side] += timed(sess, name, pool, extra, per, lat[side])
-    return (record(f"a{index}", a[4], secs["A"], len(lat["A"])), lat["A"],
-            record(f"b{index}", b[4], secs["B"], len(lat["B"])), lat["B"])
+    from cr.results.gate import with_figures  # the figures a stored record states of its samples
+
+    return (with_figures(record(f"a{index}", a[4], secs["A"], len(lat["A"])), lat["A"]), lat["A"],
+            with_figures(record(f"b{index}", b[4], secs["B"], len(lat["B"])), lat["B"]), lat["B"])
 
 
 # ----------------------------------------------------------------------------- the rules

@@ -6,8 +6,9 @@
     resolve/ software/ results/ platform/   planning, software envs, result records, the host
     store/          components, repositories, the index: nothing above it
     runtime/        the device side, run in the measured child: only itself, errors, events,
-                    fsutil, and the raw-latency codec (cr.results.latencies, standard library)
-    errors, events, fsutil, paths, __about__, jsonio, scratch, procs, sqlcache, textsafe
+                    fsutil, plugins, durations, the raw-latency codec and
+                    the placement wording (cr.results.latencies, standard library)
+    errors, events, fsutil, paths, __about__, jsonio, scratch, procs, sqlcache, textsafe, durations
                     the foundation: every module at the top of cr/ but api.py; they import
                     only each other (and the standard library)
 
@@ -27,9 +28,10 @@ import pytest
 
 CR = Path(__file__).resolve().parents[1] / "cr"
 FOUNDATION = {"cr.errors", "cr.events", "cr.fsutil", "cr.paths", "cr.__about__", "cr.jsonio", "cr.scratch", "cr.procs",
-              "cr.sqlcache", "cr.textsafe", "cr.plugins"}
-# What the device side may use besides itself: the wire format of raw latencies.
-RUNTIME_MAY_IMPORT = {"cr.errors", "cr.events", "cr.fsutil", "cr.plugins", "cr.results.latencies"}  # all standard library only
+              "cr.sqlcache", "cr.textsafe", "cr.plugins", "cr.durations"}
+# What the device side may use besides itself: the wire format of raw latencies, the placement wording.
+RUNTIME_MAY_IMPORT = {"cr.errors", "cr.events", "cr.fsutil", "cr.plugins", "cr.durations", "cr.results.latencies",
+                      "cr.results.placement"}  # all standard library only
 # Packages (or top-level modules) below each one; nothing may import a package not below it.
 BELOW = {
     "cr.store": set(),
@@ -130,7 +132,7 @@ def test_nothing_below_the_cli_imports_the_facade():
 def test_the_runtime_stands_alone():
     bad = [f"{_where(s, line)} imports {t}" for s, line, t in EDGES
            if s.startswith("cr.runtime") and not t.startswith("cr.runtime") and t not in RUNTIME_MAY_IMPORT]
-    assert not bad, "the device side imports only itself, errors, events, fsutil, plugins and cr.results.latencies:\n" + "\n".join(bad)
+    assert not bad, "the device side imports only itself, errors, events, fsutil, plugins, durations, cr.results.latencies and cr.results.placement:\n" + "\n".join(bad)
 
 
 def test_the_latency_codec_is_standard_library_only():

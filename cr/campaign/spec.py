@@ -409,7 +409,8 @@ def with_sustained(campaign: Campaign, params: dict) -> dict:
     value = campaign.meta.get("sustained")
     if value is None:
         return params
-    from ..results.sustained import parse_duration, window_for
+    from ..durations import parse_duration
+    from ..runtime.sustained import window_for
 
     where = _where(campaign, "/sustained")
     seconds = parse_duration(value, where)

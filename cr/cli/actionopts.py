@@ -123,7 +123,8 @@ def sustained_params(params: dict) -> dict:
     """params with --sustained / --sustained-window as the action's sustained_s /
     sustained_window_s (seconds); CRError naming the option for a bad duration."""
     from ..errors import CRError
-    from ..results.sustained import parse_duration, window_for
+    from ..durations import parse_duration
+    from ..runtime.sustained import window_for
 
     duration, window = params.pop("sustained", None), params.pop("sustained_window", None)
     if window is not None and duration is None:

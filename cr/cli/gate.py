@@ -1,7 +1,7 @@
 """cr gate: a candidate against a baseline, exit 0 PASS / 1 REGRESSION / 2 INCONCLUSIVE.
 
-Thin: parse, get the two sides (cr.results.gate: stored results, a results repository,
-or interleaved A/B runs), evaluate, print. On stored results and a results repository it
+Thin: parse, get the two sides (stored results: cr.results.gate; a results repository:
+cr.dashboard.baseline; interleaved A/B runs: cr.run.gate), evaluate, print. On stored results and a results repository it
 imports no numerical framework.
 """
 from __future__ import annotations
@@ -86,14 +86,18 @@ def gate(uids, baseline_repo, branch, any_machine, ab, rounds, queries, min_dura
             raise _usage("--ab runs both sides itself: give no result uids and no --baseline-repo",
                          "cr gate --ab SOLUTION_A SOLUTION_B, or cr gate BASELINE CANDIDATE")
         params = {k: v for k, v in (("min_queries", queries), ("min_duration_s", min_duration)) if v is not None}
-        baseline, candidate = g.run_ab(ab[0], ab[1], rounds, params, scenario=scenario, lock_a=lock_a, lock_b=lock_b,
-                                       store=not no_store)
+        from ..run.gate import run_ab
+
+        baseline, candidate = run_ab(ab[0], ab[1], rounds, params, scenario=scenario, lock_a=lock_a, lock_b=lock_b,
+                                     store=not no_store)
     elif baseline_repo:
         if len(uids) != 1:
             raise _usage(f"--baseline-repo takes one result uid (the candidate), found {len(uids)}",
                          "cr gate --baseline-repo URL CANDIDATE_UID")
         candidate = g.from_store(uids[0], "candidate")
-        baseline = g.from_repo(baseline_repo, candidate, branch=branch, any_machine=any_machine)
+        from ..dashboard.baseline import from_repo
+
+        baseline = from_repo(baseline_repo, candidate, branch=branch, any_machine=any_machine)
     else:
         if len(uids) != 2:
             raise _usage(f"cr gate takes a baseline and a candidate result uid, found {len(uids)}",

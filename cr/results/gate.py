@@ -45,6 +45,7 @@ EXIT = {"PASS": 0, "REGRESSION": 1, "INCONCLUSIVE": 2}
 # --metric name -> (compare_pair's metric key, label, unit)
 METRICS = {
     "p50": ("p50_ns", "p50 latency", "ns"),
+    "p90": ("p90_ns", "p90 latency", "ns"),
     "p99": ("p99_ns", "p99 latency", "ns"),
     "mean": ("mean_ns", "mean latency", "ns"),
     "throughput": ("throughput_qps", "throughput", "queries/s"),
@@ -124,7 +125,7 @@ def _slowdown(row: dict) -> tuple[float, float, float]:
     return ratio, lo, hi
 
 
-def _name(record: dict, kind: str) -> str | None:
+def component_name(record: dict, kind: str) -> str | None:
     """A component's name without its version ('model:lenet-digits@1.0.0' -> 'lenet-digits')."""
     from .summary import summarize
 
@@ -136,7 +137,7 @@ def check_comparable(baseline: Side, candidate: Side) -> None:
     """GateError when the two sides are results of different models or datasets (the
     refusal names both); other differences (configuration, machine) are notes."""
     for kind in ("model", "dataset"):
-        a, b = _name(baseline.record, kind), _name(candidate.record, kind)
+        a, b = component_name(baseline.record, kind), component_name(candidate.record, kind)
         if a != b:
             raise GateError(f"the baseline ({_uid(baseline)}) is a result of {kind} {a or 'none'}, the candidate "
                             f"({_uid(candidate)}) of {kind} {b or 'none'}: a gate compares one {kind} against itself",
@@ -174,8 +175,29 @@ def _halves(side: Side) -> tuple[Side, Side]:
     for i, start in enumerate(range(0, size * AA_BLOCKS if len(lat) >= AA_BLOCKS else len(lat), size)):
         (even if i % 2 == 0 else odd).extend(lat[start:start + size])
     uid = side.record.get("uid")
-    return (Side(dict(side.record, uid=f"{uid}:even-blocks"), even, side.source),
-            Side(dict(side.record, uid=f"{uid}:odd-blocks"), odd, side.source))
+    return (Side(with_figures(dict(side.record, uid=f"{uid}:even-blocks"), even, lat), even, side.source),
+            Side(with_figures(dict(side.record, uid=f"{uid}:odd-blocks"), odd, lat), odd, side.source))
+
+
+def with_figures(record: dict, latencies, whole=None) -> dict:
+    """record with its latency figures (p50, p90, p99, mean) computed from latencies, the
+    samples this side really holds (a pool of rounds, a half of a run): compare_pair takes
+    its point from the records' figures, so a record must state those of its own samples.
+    whole: the samples the record's throughput was measured over; the throughput is scaled
+    by their mean latency over these samples' (queries/s ~ 1 / mean latency), as
+    compare_pair's interval does."""
+    from .significance import latency_figures
+
+    if not latencies:
+        return record
+    metrics = dict(record.get("metrics") or {})
+    figures = latency_figures(latencies)
+    metrics["latency_ns"] = {**(metrics.get("latency_ns") or {}), **figures}
+    qps = (metrics.get("throughput") or {}).get("queries_per_s")
+    if whole is not None and isinstance(qps, (int, float)) and figures["mean"] > 0:
+        metrics["throughput"] = {**metrics["throughput"],
+                                 "queries_per_s": qps * latency_figures(whole)["mean"] / figures["mean"]}
+    return dict(record, metrics=metrics)
 
 
 def noise_floor(side: Side, metric: str) -> dict | None:
@@ -363,57 +385,6 @@ def from_store(uid: str, role: str, store=None) -> Side:
     return Side.of(record, store.latencies(record), f"stored result {record['uid']}")
 
 
-def _is_url(text: str) -> bool:
-    """A git URL (scheme://..., or scp-like user@host:path) rather than a local path."""
-    import re
-
-    return "://" in text or re.match(r"^[\w.-]+@[\w.-]+:", text) is not None
-
-
-def results_folder(repo: str, branch: str | None = None):
-    """The results/ folder of a results repository (cr publish --git): a checked-out work
-    tree is read as it is; a git URL or a bare repository is fetched into the publish cache
-    (cr.dashboard.publish.fetch_results) on branch (None: the branch its HEAD names)."""
-    from pathlib import Path
-
-    local = None if _is_url(repo) else Path(repo).expanduser()
-    if local is not None:
-        if not local.exists():
-            raise GateError(f"results repository {repo} does not exist",
-                            hint="give the path or URL of a git repository that cr publish --git writes to")
-        if branch is None and (local / "results").is_dir():
-            return local / "results"
-        repo = str(local.absolute())
-    from ..dashboard.publish import PublishError, fetch_results
-
-    try:
-        return fetch_results(repo, branch or _remote_head(repo))
-    except PublishError as exc:
-        raise GateError(f"cannot read results repository {repo}: {exc.message}", hint=exc.hint) from None
-
-
-def _remote_head(url: str) -> str:
-    """The branch a remote's HEAD names ('main' when it names none)."""
-    import os
-    import subprocess
-
-    from ..store.gitrepo import GIT_ENV
-
-    try:
-        done = subprocess.run(["git", "ls-remote", "--symref", "--", url, "HEAD"], capture_output=True, text=True,
-                              env={**os.environ, **GIT_ENV}, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GateError(f"cannot read results repository {url}: {exc}", hint="is git installed, and the URL reachable?") from None
-    if done.returncode != 0:
-        said = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
-        raise GateError(f"cannot read results repository {url}: {said[0] if said else 'git ls-remote failed'}",
-                        hint="give the path or URL of a git repository that cr publish --git writes to")
-    for line in done.stdout.splitlines():
-        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
-            return line[len("ref: refs/heads/"):-len("\tHEAD")]
-    return "main"
-
-
 def matches(record: dict, candidate: dict, same_machine: bool = True) -> bool:
     """Whether record can be candidate's baseline: an ok benchmark of the same model and
     dataset, the same configuration (cr.results.summary.config_key) and, with same_machine,
@@ -422,68 +393,17 @@ def matches(record: dict, candidate: dict, same_machine: bool = True) -> bool:
 
     if record.get("uid") == candidate.get("uid") or record.get("action") != "benchmark" or record.get("status") != "ok":
         return False
-    if any(_name(record, k) != _name(candidate, k) for k in ("model", "dataset")):
+    if any(component_name(record, k) != component_name(candidate, k) for k in ("model", "dataset")):
         return False
     if same_machine and (record.get("platform") or {}).get("fingerprint") != (candidate.get("platform") or {}).get("fingerprint"):
         return False
     return config_key(record) == config_key(candidate)
 
 
-def from_repo(repo: str, candidate: Side, branch: str | None = None, any_machine: bool = False) -> Side:
-    """The newest record of a results repository that matches the candidate (matches())."""
-    import json
-
-    from ..dashboard.publish import prepare
-    from .summary import config_label, platform_description, utc
-
-    folder = results_folder(repo, branch)
-    found, read = [], 0
-    for path in sorted(folder.glob("*.json")):
-        try:
-            record = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            continue  # not a record (the dashboard reads it with a warning; the gate only looks for one)
-        read += 1
-        if isinstance(record, dict) and matches(record, candidate.record, same_machine=not any_machine):
-            found.append((utc(record.get("started")) or "", path, record))
-    if not found:
-        c = candidate.record
-        where = "" if any_machine else f" on {platform_description(c.get('platform'))}"
-        raise GateError(f"no baseline in results repository {repo}: none of its {read} record(s) is an ok benchmark of "
-                        f"{_name(c, 'model')} ({_name(c, 'dataset') or 'no dataset'}, {(c.get('backend') or {}).get('name')}, "
-                        f"{config_label(c)}){where}",
-                        hint="publish a baseline of this configuration from this machine (cr publish --git URL)"
-                             + ("" if any_machine else ", or give --any-machine"))
-    _, path, record = max(found, key=lambda f: (f[0], f[1].name))
-    item = prepare(record, str(path), path.parent, strict=True)
-    return Side(item.record, item.latencies, f"results repository {repo} ({path.name[:16]})", [record.get("uid")])
-
-
-def solution_ref(ref: str) -> str:
-    """'lenet-digits-onnxruntime' as 'solution:lenet-digits-onnxruntime' (a kind given is kept)."""
-    return ref if ":" in ref.split("@", 1)[0] else f"solution:{ref}"
-
-
-def declared_benchmark(ref: str, scenario: str | None) -> dict:
-    """The params of the solution's declared benchmark (the first, or the first of scenario)."""
-    from ..store.catalog import show
-
-    target = show(solution_ref(ref), verify=False)
-    if target["kind"] != "solution":
-        raise GateError(f"--ab {ref}: {target['ref']} is a {target['kind']}, not a solution",
-                        hint="--ab takes two solutions (cr find solution lists them)")
-    acts = [a.get("params") or {} for a in target["meta"].get("actions") or [] if a.get("action") == "benchmark"]
-    chosen = [p for p in acts if scenario is None or p.get("scenario") == scenario]
-    if not chosen:
-        have = ", ".join(sorted({str(p.get("scenario")) for p in acts})) or "none"
-        raise GateError(f"--ab {ref}: {target['ref']} declares no benchmark" + (f" of scenario {scenario}" if scenario else ""),
-                        hint=f"its declared benchmark scenarios: {have}")
-    return dict(chosen[0])
-
-
 def pool(records: list[dict], latencies: list, source: str) -> Side:
     """One side of an A/B gate: its rounds' latencies joined in time order, the first
-    round's record with the pooled throughput (all queries over all timed seconds)."""
+    round's record with the latency figures of the joined samples and the pooled throughput
+    (all queries over all timed seconds)."""
     from array import array
 
     joined = array("q")
@@ -498,40 +418,4 @@ def pool(records: list[dict], latencies: list, source: str) -> Side:
         throughput["queries_per_s"] = sum(queries) / sum(seconds)
         metrics["throughput"] = throughput
     metrics["noisy"] = any((r.get("metrics") or {}).get("noisy") for r in records)
-    return Side(dict(first, metrics=metrics), joined, source, [r.get("uid") for r in records])
-
-
-def run_ab(ref_a: str, ref_b: str, rounds: int, params: dict | None = None, scenario: str | None = None,
-           lock_a=None, lock_b=None, store: bool = True) -> tuple[Side, Side]:
-    """Interleaved A/B runs: the declared benchmark of solution A, then B's, rounds times
-    (A, B, A, B, ...: a drift of the machine falls on both sides alike), each side's
-    samples pooled in time order. params (queries, duration) are laid over the declared
-    benchmark's; lock_a / lock_b: a lock file to run that side in (two software versions of
-    one solution). A failed run is a GateError naming it."""
-    from ..events import reporter
-    from ..run.actions import benchmark
-
-    if rounds < 1:
-        raise GateError(f"--rounds {rounds}: at least 1", hint="4 rounds of each side are a good start")
-    sides = {"A": (solution_ref(ref_a), lock_a), "B": (solution_ref(ref_b), lock_b)}
-    chosen = {name: {**declared_benchmark(ref, scenario), **(params or {})} for name, (ref, _) in sides.items()}
-    done = {"A": ([], []), "B": ([], [])}
-    for i in range(rounds):
-        for name, (ref, lock) in sides.items():
-            reporter().progress("gate A/B rounds", 2 * i + (name == "B"), 2 * rounds)
-            record = benchmark(ref, params=chosen[name], lock=lock, store=store)
-            if record.get("status") != "ok":
-                error = record.get("error") or {}
-                raise GateError(f"--ab: round {i + 1} of {name} ({ref}) failed: {error.get('message')}",
-                                hint=error.get("hint") or "cr results show UID says more")
-            done[name][0].append(record)
-            done[name][1].append((record.get("raw") or {}).get("latencies_ns"))
-    reporter().progress("gate A/B rounds", 2 * rounds, 2 * rounds)
-    out = []
-    for name, (ref, lock) in sides.items():
-        records, lats = done[name]
-        if any(lat is None for lat in lats):
-            raise GateError(f"--ab: a run of {ref} returned no raw latencies", hint="this is a bug in cr: report it")
-        words = f"A/B side {name}: {ref}" + (f" in lock {lock}" if lock else "") + f", {rounds} interleaved round(s)"
-        out.append(pool(records, lats, words))
-    return out[0], out[1]
+    return Side(with_figures(dict(first, metrics=metrics), joined), joined, source, [r.get("uid") for r in records])

@@ -3,7 +3,8 @@
     rows(record) -> [["placement", "CPUExecutionProvider 9 of 9 nodes (100%)"], ...]
 
 Read defensively, as every results reader: a record from elsewhere may lack the block or
-hold another type there; then there is no row, never an exception. Standard library only.
+hold another type there; then there is no row, never an exception. Standard library only:
+the device side (cr.runtime.placement) words its refusals with describe().
 """
 from __future__ import annotations
 
@@ -26,10 +27,24 @@ def clean(placement) -> dict | None:
             "device": placement.get("device") if isinstance(placement.get("device"), str) else None}
 
 
+def describe(placement: dict | None) -> str:
+    """One line: "9 of 9 nodes on CPUExecutionProvider (100%)" ...; "" when nothing is known."""
+    if not isinstance(placement, dict):
+        return ""
+    by, nodes, unit = placement.get("by_provider"), placement.get("nodes"), placement.get("unit") or "units"
+    if not by:
+        device = placement.get("device")
+        return f"on {device}" if device else "not reported"
+    if not nodes:
+        return ", ".join(str(k) for k in by) + (f" (device {placement['device']})" if placement.get("device") else "")
+    ranked = sorted(by.items(), key=lambda kv: -kv[1])
+    first, *rest = ranked
+    return ", ".join([f"{first[0]} {first[1]} of {nodes} {unit} ({first[1] / nodes:.0%})"]
+                     + [f"{k} {v} ({v / nodes:.0%})" for k, v in rest])
+
+
 def text(placement) -> str:
     """One line: "XNNPACK 7 of 11 ops (64%), CPU 4 (36%)"; "" when the record has none."""
-    from ..runtime.placement import describe
-
     p = clean(placement)
     return describe(p) if p is not None else ""
 

@@ -125,6 +125,15 @@ def _figures(ordered, mean: float) -> tuple:
     return (quantile(ordered, 0.5), quantile(ordered, 0.9), quantile(ordered, 0.99), mean)
 
 
+def latency_figures(latencies) -> dict:
+    """{"p50", "p90", "p99", "mean"} (ns) of all the raw latencies, with quantile()'s rule: the
+    figures a record states, for samples joined or split after the run (cr gate pools A/B
+    rounds and splits a run into halves; the point of a comparison is the records' figures)."""
+    ordered = sorted(latencies)
+    p50, p90, p99, mean = _figures(ordered, _mean(ordered))
+    return {"p50": p50, "p90": p90, "p99": p99, "mean": mean}
+
+
 def resample_stats(values, draw, resamples: int = RESAMPLES) -> list[tuple]:
     """(p50, p90, p99, mean) of each of resamples moving-block resamples of values."""
     n = len(values)

@@ -1,17 +1,18 @@
 """Sustained runs: the latency curve over time, throttling onset, drift, and whether a
 campaign's ranking at the start is its ranking later (docs/sustained.md).
 
-    seconds = parse_duration("5m")                         # 300.0; CRError + hint when bad
     block = analyse(latencies, edges, states, start_ns, 300.0, 1.0)   # metrics["sustained"]
     block["verdict"]   # 'sustained: no throttling, no drift (first minute p50 1.23 ms, ...)'
     ranking = compare_rankings(entries)                    # cold vs sustained ranks, swaps beyond noise
 
 A sustained benchmark (``cr benchmark ... --sustained 5m``) issues queries back to back for
 the whole duration; the harness (cr.runtime.scenarios.sustained) closes a *window* at the
-first query completing at or after each window edge, records how many queries it held,
-and reads the machine's state there, between two queries (never inside one): the mean
-CPU clock, the hottest thermal zone, the 1-minute load average and the share of the CPU
-used by other processes. This module turns that into the record's ``metrics.sustained``:
+first query completing at or after each window edge and records where (the clock, the
+queries so far). cr reads the machine's state meanwhile, outside the measured process
+(cr.run.monitor's timeline, sampled every 0.1 s on the same monotonic clock) and gives
+each window its samples: the mean CPU clock, the hottest thermal zone, the 1-minute load
+average and the share of the CPU used by other processes. This module turns that into
+the record's ``metrics.sustained`` (cr.run.launch calls analyse() when the child ends):
 
   windows      per window: start_s, end_s, queries, p50_ns, p99_ns and the state
   reference    the first minute (REFERENCE_S), or the first quarter of a run shorter than
@@ -24,76 +25,20 @@ used by other processes. This module turns that into the record's ``metrics.sust
                moving-block bootstrap interval and the verdict of cr.results.significance
                (the same resampling and the same 3 % minimum effect as cr results compare)
 
-Standard library only: the measured child imports it (after its timed loop), and
-`cr results show` does at the CLI.
+Standard library only: `cr results show` imports it at the CLI.
 """
 from __future__ import annotations
 
 import math
-import random
-import re
 
-from ..errors import CRError
+from ..durations import format_duration
+
 
 REFERENCE_S = 60.0  # "the first minute"
 SHORT_RUN_S = 120.0  # below this, the reference is the first quarter of the run
 SLOWDOWN = 0.10  # a window is slow when its p50 is above the reference p50 by more than this
 FREQ_DROP = 0.05  # a window is clocked down when its CPU clock is below the reference's by more than this
 PERSIST = 0.90  # "stays": this share of the windows from the onset to the end are past the threshold
-MAX_WINDOWS = 600  # the default window is 1 s, longer for runs above 10 minutes
-MIN_WINDOW_S = 0.1
-MAX_DURATION_S = 24 * 3600.0
-
-_DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(text, where: str = "--sustained") -> float:
-    """Seconds of '5m', '90s', '1m30s', '1.5m', '2h' (or a bare number of seconds); CRError
-    naming where and the value otherwise (zero, negative, no unit we know, above 24 h)."""
-    hint = "give a duration such as 5m, 90s or 1m30s (units h, m, s; a bare number is seconds; at most 24h)"
-    if isinstance(text, bool) or text is None:
-        raise CRError(f"{where}: {text!r} is not a duration", hint=hint)
-    if isinstance(text, (int, float)):
-        seconds = float(text)
-    else:
-        value = str(text).strip().lower()
-        try:
-            seconds = float(value)
-        except ValueError:
-            match = _DURATION.match(value) if value else None
-            if not match or not any(match.groupdict().values()):
-                raise CRError(f"{where}: {str(text)!r} is not a duration", hint=hint) from None
-            parts = match.groupdict()
-            seconds = sum(float(parts[k] or 0) * f for k, f in (("h", 3600), ("m", 60), ("s", 1)))
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise CRError(f"{where}: {text!r} is not a positive duration", hint=hint)
-    if seconds > MAX_DURATION_S:
-        raise CRError(f"{where}: {text!r} is longer than 24h", hint=hint)
-    return seconds
-
-
-def window_for(duration_s: float, window_s: float | None = None, where: str = "--sustained-window") -> float:
-    """The window length: window_s, else 1 s (duration / MAX_WINDOWS for runs above 10 min);
-    CRError when a run would have fewer than two windows or a window below MIN_WINDOW_S."""
-    window = float(window_s) if window_s else max(1.0, duration_s / MAX_WINDOWS)
-    if window < MIN_WINDOW_S:
-        raise CRError(f"{where}: a window of {window:g} s is shorter than {MIN_WINDOW_S:g} s",
-                      hint="a window needs enough queries for a p99: use 1s (the default) or longer")
-    if duration_s < 2 * window:
-        raise CRError(f"{where}: a window of {format_duration(window)} leaves fewer than two windows in a "
-                      f"{format_duration(duration_s)} sustained run",
-                      hint=f"use a window of at most {format_duration(duration_s / 2)}, or a longer --sustained")
-    return window
-
-
-def format_duration(seconds: float) -> str:
-    """'2m10s', '45s', '1.5s', '1h5m'."""
-    if seconds < 60:
-        return f"{seconds:.0f}s" if abs(seconds - round(seconds)) < 0.05 else f"{seconds:.1f}s"
-    whole = int(round(seconds))
-    h, rest = divmod(whole, 3600)
-    m, s = divmod(rest, 60)
-    return (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s or not (h or m) else "")
 
 
 def _ms(ns) -> str:
@@ -201,10 +146,12 @@ def detect_throttling(windows: list[dict], ref_n: int, ref_p50: float | None = N
 
 def p50_ratio(base, other, seed: int | None = None) -> dict:
     """p50(other) / p50(base) with its interval and verdict, by cr.results.significance's
-    moving-block bootstrap (resample_stats) and verdict: both sides thinned to its
-    MAX_SAMPLES evenly spaced queries, the point and the interval from the same samples.
-    {"ratio", "ci", "verdict" (faster / slower / inconclusive: other against base),
-    "base_p50_ns", "p50_ns", "samples": [n base, n other], "why" (no interval)}."""
+    rule, as compare_pair applies it: the point from all the queries, the moving-block
+    bootstrap on both sides thinned to significance.SAMPLES_MAX (seeded mulberry32), the
+    interval re-centred on the point and widened to hold it, so that ratio and verdict never
+    disagree. {"ratio", "ci", "verdict" (faster / slower / inconclusive: other against
+    base), "base_p50_ns", "p50_ns", "samples": [n base, n other] (after thinning), "why"
+    (no interval)}."""
     from . import significance as sig
 
     out = {"ratio": None, "ci": None, "verdict": None, "base_p50_ns": None, "p50_ns": None,
@@ -212,22 +159,22 @@ def p50_ratio(base, other, seed: int | None = None) -> dict:
     if base is None or other is None or min(out["samples"]) < sig.MIN_SAMPLES:
         out["why"] = f"fewer than {sig.MIN_SAMPLES} latencies on a side ({out['samples'][0]} and {out['samples'][1]})"
         return out
+    pa, pb = _quantile(sorted(base), 0.5), _quantile(sorted(other), 0.5)
+    out.update(base_p50_ns=pa, p50_ns=pb)
     a, b = sig.thin(base), sig.thin(other)
     out["samples"] = [len(a), len(b)]
-    pa, pb = _quantile(sorted(a), 0.5), _quantile(sorted(b), 0.5)
-    out.update(base_p50_ns=pa, p50_ns=pb)
-    if pa <= 0 or pb <= 0:
+    ta, tb = _quantile(sorted(a), 0.5), _quantile(sorted(b), 0.5)
+    if min(pa, pb, ta, tb) <= 0:
         out["why"] = "a latency of zero has no ratio"
         return out
-    rng = random.Random(sig.SEED if seed is None else seed)
-    sa, sb = sig.resample_stats(a, rng), sig.resample_stats(b, rng)
-    ratios = sorted(rb[0] / ra[0] for ra, rb in zip(sa, sb) if ra[0] > 0)
+    draw = sig.mulberry32(sig.SEED if seed is None else seed)
+    sa, sb = sig.resample_stats(a, draw), sig.resample_stats(b, draw)
+    point, shift = pb / pa, (pb / pa) / (tb / ta)
+    ratios = sorted(rb[0] / ra[0] * shift for ra, rb in zip(sa, sb) if ra[0] > 0)
     lo_q = (1 - sig.CONFIDENCE) / 2
     lo, hi = _quantile(ratios, lo_q), _quantile(ratios, 1 - lo_q)
-    # the point from the same samples as the interval: it lies inside it but for a skewed
-    # bootstrap; widen to hold it so that the verdict and the ratio never disagree
-    lo, hi = min(lo, pb / pa), max(hi, pb / pa)
-    out.update(ratio=pb / pa, ci=[lo, hi], verdict=sig.verdict(lo, hi, "lower"))
+    lo, hi = min(lo, point), max(hi, point)
+    out.update(ratio=point, ci=[lo, hi], verdict=sig.verdict(lo, hi, "lower"))
     return out
 
 
@@ -235,7 +182,7 @@ def drift_rule() -> str:
     from . import significance as sig
 
     return (f"the rest of the run against the reference: ratio of p50s with a {sig.CONFIDENCE:.0%} {sig.METHOD} "
-            f"({sig.RESAMPLES} resamples, at most {sig.MAX_SAMPLES} evenly spaced queries a side); drift when "
+            f"({sig.RESAMPLES} resamples); drift when "
             f"the whole interval is beyond {sig.MIN_EFFECT:.0%} either way")
 
 
@@ -266,7 +213,7 @@ def analyse(latencies, edges: list, states: list, start_ns: int, duration_s: flo
                       "rule": f"the windows ending in the first {format_duration(REFERENCE_S)} (the first quarter of a "
                               f"run shorter than {format_duration(SHORT_RUN_S)}), at least one"},
         "windows": windows,
-        "state_sampled": state_note or "between two queries at each window's end, in the measured process",
+        "state_sampled": state_note or "by cr every 0.1 s outside the measured process, the samples within each window",
         "throttling": detect_throttling(windows, ref_n, ref_p50),
         "drift": drift(ref_lat, latencies[cut:]),
     }

@@ -77,7 +77,7 @@ def run_job(job: Job | dict, python: str | None = None, env: dict | None = None,
     except BaseException:
         monitor.abandon(watch)
         raise
-    return monitor.finish(watch[0] if watch else None, result), latencies
+    return monitor.finish(watch[0] if watch else None, result, latencies), latencies
 
 
 def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | None]:
@@ -97,7 +97,7 @@ def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | No
             except OSError as exc:
                 return _failed("error", f"cannot start the runtime interpreter {interpreter}: {exc.strerror or exc}",
                                "check the interpreter the lock names (cr resolve --json)"), None
-            watch.append(monitor.start_for(job.action, proc.pid))
+            watch.append(monitor.start_for(job.action, proc.pid, timeline=bool((job.params or {}).get("sustained_s"))))
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

@@ -26,6 +26,7 @@ from ..platform import energy, state
 from ..platform.sources import HostSource, Source
 
 INTERVAL_S = 0.1
+TIMELINE_MAX = 100_000  # samples kept for a sustained run's windows (24 h at 0.1 s halved four times)
 SLOW_EVERY_S = 1.0  # smaps_rollup takes the child's mmap lock; tools cost milliseconds
 TOOLS_EVERY_S = 2.0  # vcgencmd / nvidia-smi during the run: throttling that comes and goes
 TOOL_TIMEOUT_S = 2.0
@@ -65,8 +66,10 @@ class Monitor:
     """Samples the machine while the process pid runs (see the module docstring)."""
 
     def __init__(self, pid: int, source: Source | None = None, interval_s: float = INTERVAL_S,
-                 energy_command: str | None = None):
+                 energy_command: str | None = None, timeline: bool = False):
         self.pid = pid
+        self.timeline: list | None = [] if timeline else None  # a sustained run's: see window_states()
+        self._stride, self._skipped = 1, 0
         self.source = source or HostSource(timeout=float(os.environ.get("CR_MONITOR_TOOL_TIMEOUT_S") or TOOL_TIMEOUT_S))
         self.interval_s = interval_s
         self.energy_command = energy_command if energy_command is not None else energy.command_from_env()
@@ -145,6 +148,55 @@ class Monitor:
         load = state.load_avg(self.source)
         if isinstance(load, list):
             self.load_max = max(load[0], self.load_max if self.load_max is not None else load[0])
+        if self.timeline is not None:
+            self._keep(freqs, temps, load, child)
+
+    def _keep(self, freqs: list, temps: list, load, child) -> None:
+        """One sample of the timeline: (perf_counter_ns, mean clock MHz, hottest zone °C,
+        1-minute load, (busy, total) CPU ticks, the child's and cr's CPU ticks). At most
+        TIMELINE_MAX samples: past that every other one is dropped and the stride doubles."""
+        self._skipped += 1
+        if self._skipped < self._stride:
+            return
+        self._skipped = 0
+        self.timeline.append((time.perf_counter_ns(), sum(freqs) / len(freqs) if freqs else None,
+                              max(temps) if temps else None, load[0] if isinstance(load, list) else None,
+                              state.cpu_times(self.source), child,
+                              state.process_times(self.source, os.getpid(), children=False)))
+        if len(self.timeline) >= TIMELINE_MAX:
+            self.timeline = self.timeline[::2]
+            self._stride *= 2
+
+    def window_states(self, edges: list, start_ns: int) -> list[dict]:
+        """The machine's state in each window of a sustained run (edges: [(end_ns, queries)]
+        on the child's perf_counter_ns, which is this process's: CLOCK_MONOTONIC): the mean
+        clock and the hottest zone of the samples within the window, the last load average,
+        and the share of the CPU used by processes other than the child and cr between the
+        samples that bound it. A window without a sample of its own takes the one before its
+        end. {} for every window when nothing was sampled."""
+        samples = self.timeline or []
+        out, before, prev_ns = [], None, start_ns
+        i = 0
+        for end_ns, _ in edges:
+            inside = []
+            while i < len(samples) and samples[i][0] <= end_ns:
+                if samples[i][0] > prev_ns:
+                    inside.append(samples[i])
+                else:
+                    before = samples[i]
+                i += 1
+            last = inside[-1] if inside else (samples[i - 1] if i else None)
+            if last is None:
+                out.append({})
+                prev_ns = end_ns
+                continue
+            freqs = [x[1] for x in inside if x[1] is not None] or ([last[1]] if last[1] is not None else [])
+            temps = [x[2] for x in inside if x[2] is not None] or ([last[2]] if last[2] is not None else [])
+            out.append({"freq_mhz": round(sum(freqs) / len(freqs), 1) if freqs else None,
+                        "temp_c": round(max(temps), 1) if temps else None, "load_1m": last[3],
+                        "cpu_other_share": _other_share(before or (inside[0] if len(inside) > 1 else None), last)})
+            before, prev_ns = last, end_ns
+        return out
 
     def _tools(self) -> None:
         """Throttling now, from the firmware and the GPUs (what start and end snapshots can miss)."""
@@ -298,29 +350,63 @@ class Monitor:
         return result
 
 
+def _other_share(a, b) -> float | None:
+    """The share of the whole CPU used by processes other than the child and cr between
+    two timeline samples; None when a reading is missing or no time passed."""
+    if a is None or b is None or a is b or any(x is None for x in (a[4], b[4], a[5], b[5], a[6], b[6])):
+        return None
+    total = b[4][1] - a[4][1]
+    if total <= 0:
+        return None
+    busy = b[4][0] - a[4][0] - (b[5] - a[5]) - (b[6] - a[6])
+    return round(max(0.0, min(1.0, busy / total)), 4)
+
+
 def not_sampled() -> dict:
     return {"label": "not sampled: CR_MONITOR=0"}
 
 
-def start_for(action: str, pid: int) -> Monitor | None:
+def start_for(action: str, pid: int, timeline: bool = False) -> Monitor | None:
     """A started Monitor for a benchmark's child (None for other actions); with CR_MONITOR=0
-    a marker that makes finish() say the state was not sampled."""
+    a marker that makes finish() say the state was not sampled. timeline: keep every
+    sample for a sustained run's windows (window_states())."""
     if action != "benchmark":
         return None
-    return Monitor(pid).start() if enabled() else _OFF
+    return Monitor(pid, timeline=timeline).start() if enabled() else _OFF
 
 
 _OFF = object()
 
 
-def finish(mon, result: dict) -> dict:
-    """Stop mon and attach what it saw to result; the result as is for an unwatched job."""
+def finish(mon, result: dict, latencies=None) -> dict:
+    """Stop mon and attach what it saw to result; the result as is for an unwatched job. A
+    sustained run's metrics["sustained"] (the child's window edges) becomes its analysis
+    (cr.results.sustained.analyse) with the machine's state of each window."""
     if mon is None:
         return result
     if mon is _OFF:
         result["machine"] = not_sampled()
+        _sustained(result, latencies, None)
         return result
-    return mon.stop().attach(result)
+    mon.stop()
+    _sustained(result, latencies, mon)
+    return mon.attach(result)
+
+
+def _sustained(result: dict, latencies, mon) -> None:
+    metrics = result.get("metrics") if isinstance(result.get("metrics"), dict) else {}
+    raw = metrics.get("sustained")
+    if not (isinstance(raw, dict) and "edges" in raw) or latencies is None:
+        return
+    from ..results.sustained import analyse
+
+    edges = [tuple(e) for e in raw["edges"]]
+    if isinstance(mon, Monitor):
+        states, note = mon.window_states(edges, raw["start_ns"]), None
+    else:
+        states, note = [{} for _ in edges], "not sampled: CR_MONITOR=0"
+    metrics["sustained"] = analyse(latencies, edges, states, raw["start_ns"], raw["duration_s"], raw["window_s"],
+                                   state_note=note)
 
 
 def abandon(watch: list) -> None:

@@ -49,7 +49,8 @@ class Settings:
             raise CRError("samples_per_query must be >= 1")
         warmup.check(self)
         if self.sustained_s is not None:
-            from ..results.sustained import parse_duration, window_for
+            from ..durations import parse_duration
+            from .sustained import window_for
 
             parse_duration(self.sustained_s, "sustained_s")
             window_for(self.sustained_s, self.sustained_window_s, "sustained_window_s")
@@ -114,50 +115,17 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
 
 
 def _sustained(run, items: list, settings: Settings, grouped: bool = False):
-    """The sustained loop (cr.runtime.scenarios.sustained) with the machine's state read at
-    each window's end; (latencies, start, end, {"sustained": metrics["sustained"]})."""
-    from ..results.sustained import analyse, window_for
+    """The sustained loop (cr.runtime.scenarios.sustained); (latencies, start, end,
+    {"sustained": the windows' edges}). The host turns the edges, the latencies and the
+    machine's state it sampled meanwhile into metrics["sustained"] (cr.results.sustained):
+    nothing but the loop runs here."""
+    from .sustained import window_for
 
     window = window_for(settings.sustained_s, settings.sustained_window_s)
-    reader = _StateReader()
     lat, start, end, edges = scenarios.sustained(run, items, int(settings.sustained_s * 1e9), int(window * 1e9),
-                                                 reader.read, grouped)
-    return lat, start, end, {"sustained": analyse(lat, edges, reader.states, start, settings.sustained_s, window)}
-
-
-class _StateReader:
-    """The machine's state at a window's end, from cr.platform.state's per-sample readers
-    (files only, no tool: a few reads of /sys and /proc, about 0.1 ms): the mean CPU clock
-    (MHz), the hottest thermal zone (°C), the 1-minute load average and the share of the
-    whole CPU used by other processes since the last window. Unreadable: None."""
-
-    def __init__(self):
-        import os
-
-        from ..platform import state
-        from ..platform.sources import HostSource
-
-        self.state, self.src, self.pid = state, HostSource(), os.getpid()
-        self.cpus = state.cpu_ids(self.src)
-        zones = state.thermal_zones(self.src)
-        self.zones = [z["zone"] for z in zones] if isinstance(zones, list) else []
-        self.states: list[dict] = []
-        self.last = (state.cpu_times(self.src), state.process_times(self.src, self.pid, children=False))
-
-    def read(self) -> None:
-        st, src = self.state, self.src
-        freqs = [f for f in st.cpu_freqs_mhz(src, self.cpus) if f is not None]
-        temps = st.temps_c(src, self.zones)
-        load = st.load_avg(src)
-        now = (st.cpu_times(src), st.process_times(src, self.pid, children=False))
-        other = None
-        if all(x is not None for x in (*now, *self.last)) and now[0][1] > self.last[0][1]:
-            busy = now[0][0] - self.last[0][0] - (now[1] - self.last[1])
-            other = round(max(0.0, min(1.0, busy / (now[0][1] - self.last[0][1]))), 4)
-        self.last = now
-        self.states.append({"freq_mhz": round(sum(freqs) / len(freqs), 1) if freqs else None,
-                            "temp_c": round(max(temps), 1) if temps else None,
-                            "load_1m": load[0] if isinstance(load, list) else None, "cpu_other_share": other})
+                                                 grouped)
+    return lat, start, end, {"sustained": {"edges": edges, "start_ns": start, "duration_s": settings.sustained_s,
+                                           "window_s": window}}
 
 
 def metrics(m: "scenarios.Measurement", batch_size: int, settings: Settings) -> dict:

@@ -163,22 +163,6 @@ def judge(placement: dict, requirements: list[dict]) -> list[dict]:
     return out
 
 
-def describe(placement: dict | None) -> str:
-    """One line: "9 of 9 nodes on CPUExecutionProvider (100%)" ...; "" when nothing is known."""
-    if not isinstance(placement, dict):
-        return ""
-    by, nodes, unit = placement.get("by_provider"), placement.get("nodes"), placement.get("unit") or "units"
-    if not by:
-        device = placement.get("device")
-        return f"on {device}" if device else "not reported"
-    if not nodes:
-        return ", ".join(str(k) for k in by) + (f" (device {placement['device']})" if placement.get("device") else "")
-    ranked = sorted(by.items(), key=lambda kv: -kv[1])
-    first, *rest = ranked
-    return ", ".join([f"{first[0]} {first[1]} of {nodes} {unit} ({first[1] / nodes:.0%})"]
-                     + [f"{k} {v} ({v / nodes:.0%})" for k, v in rest])
-
-
 def unmet(placement: dict) -> PlacementUnmet | None:
     """The error for a placement whose requirement is not met (None when met or none was given)."""
     failed = [r for r in placement.get("required") or [] if not r["ok"]]
@@ -193,6 +177,8 @@ def unmet(placement: dict) -> PlacementUnmet | None:
         else:
             where = f" ({', '.join(r['providers'])})" if r["providers"] and r["providers"] != [r["name"]] else ""
             words.append(f"{r['name']}{where} ran {r['share']:.1%} of the {unit}, at least {r['min_share']:.0%} required")
+    from ..results.placement import describe  # the one wording, also the result tables'
+
     found = describe(placement)
     fallback = placement.get("fallback_ops")
     detail = f"; fell back: {', '.join(f'{op} x{n}' for op, n in list(fallback.items())[:8])}" if fallback else ""

@@ -145,14 +145,14 @@ def server(run, batches: list, min_queries: int, min_duration_ns: int, rate_qps:
     return lat, start, t1, {"queued_queries": late}
 
 
-def sustained(run, items: list, duration_ns: int, window_ns: int, on_edge, grouped: bool = False
+def sustained(run, items: list, duration_ns: int, window_ns: int, grouped: bool = False
               ) -> tuple[array, int, int, list]:
     """Queries back to back (one batch, or with grouped a tuple of batches, each) for
     duration_ns: (latencies, start, end, edges [(edge_ns, queries so far)]).
 
-    A window closes at the first query completing at or after its edge; on_edge() is then
-    called between two queries (never inside one: it reads the machine's state) and the run
-    ends at the first edge at or after duration_ns. A separate loop, so that the other
+    A window closes at the first query completing at or after its edge (time.perf_counter_ns:
+    CLOCK_MONOTONIC, the clock of cr.run.monitor's timeline) and the run ends at the first
+    edge at or after duration_ns. A separate loop, so that the other
     scenarios' loops pay nothing for the window test (cr.results.sustained reads the rest).
     """
     perf = time.perf_counter_ns
@@ -172,7 +172,6 @@ def sustained(run, items: list, duration_ns: int, window_ns: int, on_edge, group
         append(t1 - t0)
         if t1 >= edge:
             edges.append((t1, len(lat)))
-            on_edge()
             if t1 >= stop:
                 break
             while edge <= t1:  # a query longer than a window: the next edge after it
