@@ -86,6 +86,32 @@ def test_throughput_is_gated_as_a_slowdown():
     assert report["ci"][0] > 1.025 and "baseline/candidate" in report["rule"]
 
 
+def test_the_noise_floor_compares_the_halves_own_figures():
+    """The A/A halves carry the figures of their own samples: a run whose odd blocks are 10%
+    slower shows it in the floor (had the halves kept the whole run's p50, every A/A ratio
+    would be exactly 1 and the floor a fraction of the truth)."""
+    from cr.results.gate import noise_floor
+
+    values = array("q")
+    for block in range(16):
+        values.extend(_samples(100 + block, BASE_NS * (1.10 if block % 2 else 1.0), n=125, spread=0.01))
+    floor = noise_floor(Side.of(_record("a000000000000009", values), values, "x"), "p50")
+    assert floor["ratio"] == pytest.approx(1.10, rel=0.02)  # the odd blocks over the even ones
+    assert floor["floor"] > 0.08 and floor["detectable"] > 0.2
+
+
+def test_pooled_rounds_state_the_joined_samples_figures():
+    from cr.results.gate import pool
+    from cr.results.significance import latency_figures
+
+    fast, slow = _samples(1, BASE_NS, n=500, spread=0.01), _samples(2, 2 * BASE_NS, n=1500, spread=0.01)
+    side = pool([_record("a000000000000011", fast), _record("a000000000000012", slow)], [fast, slow], "A/B side A")
+    assert len(side.latencies) == 2000 and side.uids == ["a000000000000011", "a000000000000012"]
+    joined = latency_figures(list(fast) + list(slow))
+    assert {k: side.record["metrics"]["latency_ns"][k] for k in joined} == joined
+    assert side.record["metrics"]["latency_ns"]["p50"] > 1.9 * BASE_NS  # the first round's p50 was ~BASE_NS
+
+
 # -- verdicts and exit codes on stored results -----------------------------------------------
 
 def test_pass_regression_inconclusive_exit_codes(run_cr, stored):

@@ -48,7 +48,7 @@ def _usage(message: str, hint: str):
               help="With --ab: run side A in this lock (two software versions of one solution: cr resolve -o FILE).")
 @click.option("--lock-b", type=click.Path(exists=True, dir_okay=False), metavar="FILE", help="With --ab: B's lock.")
 @click.option("--no-store", is_flag=True, help="With --ab: do not keep the runs in the results store.")
-@click.option("--metric", type=click.Choice(["p50", "p99", "mean", "throughput"]), default="p50", show_default=True,
+@click.option("--metric", type=click.Choice(["p50", "p90", "p99", "mean", "throughput"]), default="p50", show_default=True,
               help="What is gated.")
 @click.option("--threshold", default="5%", show_default=True, metavar="PERCENT",
               help="The regression that must not pass, in percent of the baseline (5 or 5%).")
