@@ -81,6 +81,8 @@ def test_a_provider_that_takes_no_node_fails_the_run_with_the_placement_found(ru
     assert "placement requirement not met" in error and "azure ran 0.0% of the nodes, at least 50% required" in error
     assert "CPUExecutionProvider 9 of 9 nodes (100%)" in error
     assert record["status"] == "failed" and record["metrics"] is None and record.get("raw") is None
+    assert record["placement"]["by_provider"] == {"CPUExecutionProvider": 9}  # the failed record says where it ran
+    assert record["placement"]["verdict"] == "not met"
     # without the requirement the same run succeeds, and its record says where the nodes went
     done, record = _bench(run_cr, tmp_path, "--backend", "onnxruntime", "-O", 'providers=["azure", "cpu"]', name="ok.json")
     assert done.returncode == 0, done.stderr

@@ -68,6 +68,8 @@ def execute(job: dict, out_dir: str) -> dict:
             result["raw"] = write_child(out_dir, latencies)
     except CRError as exc:
         result = {"status": "failed", "error": {"kind": "error", "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
+        if isinstance(getattr(exc, "placement", None), dict):  # a requirement unmet: the record says where it ran
+            result["placement"] = exc.placement
     except BaseException as exc:  # a framework's or a backend's own exception: reported, not raised
         if isinstance(exc, KeyboardInterrupt):
             raise
