@@ -206,7 +206,8 @@ def main(argv=None) -> int:
                "asv": sum(j["asv"] for j in judged) / len(judged),
                "alert200": sum(j["alert200"] for j in judged) / len(judged),
                "median_detectable": median([j["detectable"] for j in judged if j["detectable"] is not None] or [float("nan")]),
-               "median_halfwidth": median([(j["ci"][1] - j["ci"][0]) / 2 for j in judged])}
+               "median_halfwidth": median([(j["ci"][1] - j["ci"][0]) / 2 for j in judged]),
+               "slowdown_p10_p90": _spread([j["slowdown"] for j in judged])}
         for t in THRESHOLDS:
             verdicts = [gate_verdict(j, t) for j in judged]
             row[f"gate@{t:g}"] = {v: verdicts.count(v) / len(verdicts) for v in ("REGRESSION", "PASS", "INCONCLUSIVE", "REFUSED")}
@@ -221,11 +222,18 @@ def main(argv=None) -> int:
     return 0
 
 
+def _spread(values: list) -> list:
+    """The 10th and 90th percentiles of the pairs' own slowdowns (how fixed the injection was)."""
+    ordered = sorted(values)
+    return [ordered[int(0.1 * (len(ordered) - 1))], ordered[int(round(0.9 * (len(ordered) - 1)))]]
+
+
 def _line(row: dict) -> str:
     def pct(x):
         return f"{100 * x:5.1f}%"
 
-    cells = [f"{row['condition']:<13}", f"slowdown {row['measured_slowdown']:.3f}",
+    lo, hi = row["slowdown_p10_p90"]
+    cells = [f"{row['condition']:<13}", f"slowdown {row['measured_slowdown']:.3f} (p10-p90 {lo:.3f}-{hi:.3f})",
              f"halfwidth {100 * row['median_halfwidth']:.2f}%", f"detectable {100 * row['median_detectable']:.1f}%"]
     for t in THRESHOLDS:
         g = row[f"gate@{t:g}"]
