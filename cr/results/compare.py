@@ -16,6 +16,8 @@ exact McNemar and a paired bootstrap), not here.
 """
 from __future__ import annotations
 
+from .summary import number_at
+
 # (metric key, label, unit, where in the record, which way is better)
 METRICS = (
     ("p50_ns", "p50 latency", "ns", ("metrics", "latency_ns", "p50"), "lower"),
@@ -32,23 +34,6 @@ METRICS = (
 Z = 1.959964  # two-sided 95% (cr.results.pareto's intervals)
 _QPS = ("metrics", "throughput", "queries_per_s")
 _SPS = ("metrics", "throughput", "samples_per_s")
-
-
-def number_at(data, path):
-    """The number at path (keys) inside data, as a float; None when missing or not a number."""
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None
-
-
-def quantile(ordered, q: float) -> float:
-    """The q-quantile of sorted values, linear between closest ranks (numpy's default)."""
-    pos = q * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def same_samples_per_query(a: dict, b: dict) -> bool:

@@ -35,7 +35,9 @@ import math
 from dataclasses import dataclass
 
 from ..errors import CRError
-from .compare import Z, number_at, quantile
+from .compare import Z
+from .significance import quantile
+from .summary import number_at
 
 MIN_EFFECT = 0.01
 CONFIDENCE = 0.95

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 
-from .compare import number_at
+from .summary import number_at
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.03

@@ -484,3 +484,12 @@ def _trial(value) -> str | None:
     if isinstance(value, (int, str)):
         return str(value)[:60]
     return None
+
+
+def number_at(data, path):
+    """The number at path (keys) inside data, as a float; None when missing or not a number."""
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None

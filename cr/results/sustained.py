@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from ..durations import format_duration
+from .significance import quantile
 
 
 REFERENCE_S = 60.0  # "the first minute"
@@ -47,16 +48,9 @@ def _ms(ns) -> str:
     return duration_text(ns)
 
 
-def _quantile(ordered, q: float):
-    pos = q * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def _median(values):
     values = sorted(v for v in values if v is not None)
-    return _quantile(values, 0.5) if values else None
+    return quantile(values, 0.5) if values else None
 
 
 # -- the curve ---------------------------------------------------------------------------------
@@ -69,8 +63,8 @@ def windows_from(latencies, edges: list, states: list, start_ns: int) -> list[di
     for i, (end_ns, upto) in enumerate(edges):
         chunk = sorted(latencies[first:upto])
         row = {"start_s": round((t_prev - start_ns) / 1e9, 4), "end_s": round((end_ns - start_ns) / 1e9, 4),
-               "queries": len(chunk), "p50_ns": _quantile(chunk, 0.5) if chunk else None,
-               "p99_ns": _quantile(chunk, 0.99) if chunk else None}
+               "queries": len(chunk), "p50_ns": quantile(chunk, 0.5) if chunk else None,
+               "p99_ns": quantile(chunk, 0.99) if chunk else None}
         row.update(states[i] if i < len(states) and isinstance(states[i], dict) else {})
         out.append(row)
         first, t_prev = upto, end_ns
@@ -159,11 +153,11 @@ def p50_ratio(base, other, seed: int | None = None) -> dict:
     if base is None or other is None or min(out["samples"]) < sig.MIN_SAMPLES:
         out["why"] = f"fewer than {sig.MIN_SAMPLES} latencies on a side ({out['samples'][0]} and {out['samples'][1]})"
         return out
-    pa, pb = _quantile(sorted(base), 0.5), _quantile(sorted(other), 0.5)
+    pa, pb = quantile(sorted(base), 0.5), quantile(sorted(other), 0.5)
     out.update(base_p50_ns=pa, p50_ns=pb)
     a, b = sig.thin(base), sig.thin(other)
     out["samples"] = [len(a), len(b)]
-    ta, tb = _quantile(sorted(a), 0.5), _quantile(sorted(b), 0.5)
+    ta, tb = quantile(sorted(a), 0.5), quantile(sorted(b), 0.5)
     if min(pa, pb, ta, tb) <= 0:
         out["why"] = "a latency of zero has no ratio"
         return out
@@ -172,7 +166,7 @@ def p50_ratio(base, other, seed: int | None = None) -> dict:
     point, shift = pb / pa, (pb / pa) / (tb / ta)
     ratios = sorted(rb[0] / ra[0] * shift for ra, rb in zip(sa, sb) if ra[0] > 0)
     lo_q = (1 - sig.CONFIDENCE) / 2
-    lo, hi = _quantile(ratios, lo_q), _quantile(ratios, 1 - lo_q)
+    lo, hi = quantile(ratios, lo_q), quantile(ratios, 1 - lo_q)
     lo, hi = min(lo, point), max(hi, point)
     out.update(ratio=point, ci=[lo, hi], verdict=sig.verdict(lo, hi, "lower"))
     return out
@@ -202,7 +196,7 @@ def analyse(latencies, edges: list, states: list, start_ns: int, duration_s: flo
     ref_n, span = reference_count(windows)
     cut = edges[ref_n - 1][1] if ref_n and edges else 0
     ref_lat = latencies[:cut]
-    ref_p50 = _quantile(sorted(ref_lat), 0.5) if len(ref_lat) else None
+    ref_p50 = quantile(sorted(ref_lat), 0.5) if len(ref_lat) else None
     seconds = windows[ref_n - 1]["end_s"] if ref_n else 0.0
     block = {
         "duration_s": duration_s,

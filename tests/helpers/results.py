@@ -16,7 +16,7 @@ def latencies(seed: int, n: int = 1000, base_ns: float = 100_000.0) -> array:
 def _metrics(values: array) -> dict:
     import statistics
 
-    from cr.results.compare import quantile
+    from cr.results.significance import quantile
 
     s = sorted(values)
     lat = {"count": len(s), "min": s[0], "max": s[-1], "mean": statistics.fmean(s), "stdev": statistics.stdev(s)}
