@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_component, make_repo
-from helpers.campaign import FAST, null_solution
+from conftest import make_component
+from helpers.campaign import FAST, null_repo, null_solution
 
 
 def campaign(repo: Path, name: str = "sweep", **fields) -> Path:
@@ -18,10 +18,7 @@ def campaign(repo: Path, name: str = "sweep", **fields) -> Path:
 
 @pytest.fixture
 def repo(tmp_path, run_cr):
-    r = make_repo(tmp_path / "comps", "comps")
-    null_solution(r)
-    assert run_cr("repo", "add", r).returncode == 0
-    return r
+    return null_repo(tmp_path, run_cr)
 
 
 def _json(done):

@@ -8,8 +8,8 @@ from array import array
 
 import pytest
 
-from conftest import make_component, make_repo
-from helpers.campaign import null_solution
+from conftest import make_component
+from helpers.campaign import null_repo
 from helpers.dashboard import PLATFORMS, _open, _wait, browser, write  # noqa: F401  (browser: a fixture)
 
 from cr.errors import CRError
@@ -182,10 +182,7 @@ def test_a_swap_without_raw_latencies_is_not_counted():
 
 @pytest.fixture
 def repo(tmp_path, run_cr):
-    r = make_repo(tmp_path / "comps", "comps")
-    null_solution(r)
-    assert run_cr("repo", "add", r).returncode == 0
-    return r
+    return null_repo(tmp_path, run_cr)
 
 
 def test_a_campaign_with_a_sustained_phase_ranks_cold_and_sustained(repo, run_cr):

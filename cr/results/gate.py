@@ -169,22 +169,25 @@ def _halves(side: Side) -> tuple[Side, Side]:
     is left is the noise a comparison of these samples cannot get under."""
     from array import array
 
+    from .significance import latency_figures
+
     lat = side.latencies
     size = max(1, len(lat) // AA_BLOCKS)
     even, odd = array("q"), array("q")
     for i, start in enumerate(range(0, size * AA_BLOCKS if len(lat) >= AA_BLOCKS else len(lat), size)):
         (even if i % 2 == 0 else odd).extend(lat[start:start + size])
     uid = side.record.get("uid")
-    return (Side(with_figures(dict(side.record, uid=f"{uid}:even-blocks"), even, lat), even, side.source),
-            Side(with_figures(dict(side.record, uid=f"{uid}:odd-blocks"), odd, lat), odd, side.source))
+    whole_mean = latency_figures(lat)["mean"] if len(lat) else None  # once for both halves (it sorts the run)
+    return (Side(with_figures(dict(side.record, uid=f"{uid}:even-blocks"), even, whole_mean), even, side.source),
+            Side(with_figures(dict(side.record, uid=f"{uid}:odd-blocks"), odd, whole_mean), odd, side.source))
 
 
-def with_figures(record: dict, latencies, whole=None) -> dict:
+def with_figures(record: dict, latencies, whole_mean: float | None = None) -> dict:
     """record with its latency figures (p50, p90, p99, mean) computed from latencies, the
     samples this side really holds (a pool of rounds, a half of a run): compare_pair takes
     its point from the records' figures, so a record must state those of its own samples.
-    whole: the samples the record's throughput was measured over; the throughput is scaled
-    by their mean latency over these samples' (queries/s ~ 1 / mean latency), as
+    whole_mean: the mean latency of the samples the record's throughput was measured over;
+    the throughput is scaled by it over these samples' (queries/s ~ 1 / mean latency), as
     compare_pair's interval does."""
     from .significance import latency_figures
 
@@ -194,9 +197,8 @@ def with_figures(record: dict, latencies, whole=None) -> dict:
     figures = latency_figures(latencies)
     metrics["latency_ns"] = {**(metrics.get("latency_ns") or {}), **figures}
     qps = (metrics.get("throughput") or {}).get("queries_per_s")
-    if whole is not None and isinstance(qps, (int, float)) and figures["mean"] > 0:
-        metrics["throughput"] = {**metrics["throughput"],
-                                 "queries_per_s": qps * latency_figures(whole)["mean"] / figures["mean"]}
+    if whole_mean is not None and isinstance(qps, (int, float)) and figures["mean"] > 0:
+        metrics["throughput"] = {**metrics["throughput"], "queries_per_s": qps * whole_mean / figures["mean"]}
     return dict(record, metrics=metrics)
 
 

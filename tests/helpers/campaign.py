@@ -14,3 +14,13 @@ def null_solution(repo: Path, name: str = "null-digits", **params) -> None:
     make_component(repo, "solution", name, model="model:lenet-digits@1.0.0", backend="null",
                    actions=[{"action": "benchmark", "params": {**FAST, **params}}],
                    deps=["software:python@>=3.9", "software:numpy@>=1.23"])
+
+
+def null_repo(tmp_path: Path, run_cr) -> Path:
+    """A registered repository "comps" holding the null solution (the campaign tests' fixture)."""
+    from conftest import make_repo
+
+    r = make_repo(tmp_path / "comps", "comps")
+    null_solution(r)
+    assert run_cr("repo", "add", r).returncode == 0
+    return r
