@@ -33,13 +33,18 @@ def _summary_rows(record: dict) -> list[list]:
             if check.get("passed") is False:
                 text += ": FAILED (registered with --allow-degraded)"
             rows.append([f"check ({step})", text])
+    for i, hop in enumerate(record.get("path") or []):
+        text = f"{hop.get('from')} -> {hop.get('to')} ({hop.get('tool')} {hop.get('version') or '?'}, {hop.get('seconds', 0):.2f} s)"
+        if hop.get("max_abs_diff") is not None:
+            text += f", max |diff| {hop['max_abs_diff']:.3g}"
+        rows.append([f"hop {i + 1}: {hop.get('hop')}", text])
     rows.append(["duration", f"{record['duration_s']:.2f} s"])
     return rows
 
 
 @click.command("compile")
 @click.argument("ref", nargs=-1, required=True)
-@click.option("--to", "to", required=True, type=click.Choice(["onnx", "tflite", "trt-plan"]), help="Output format.")
+@click.option("--to", "to", required=True, type=click.Choice(["onnx", "tflite", "savedmodel", "trt-plan"]), help="Output format.")
 @click.option("--variant", help="Source variant (default: the first whose format the conversion reads).")
 @click.option("--precision", type=click.Choice(["fp32", "int8"]), help="Output precision (default fp32).")
 @click.option("--quantization", type=click.Choice(["dynamic", "static"]),
