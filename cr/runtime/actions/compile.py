@@ -1013,8 +1013,11 @@ class _Work:
             slim = os.path.join(self.out_dir, "slim.onnx")
             onnx.save(onnxslim.slim(source), slim)
             source_for_tf = slim
-        else:
-            source_for_tf = source
+        else:  # onnx2tf writes back into the file it is given: it gets a copy, never the source
+            import shutil
+
+            source_for_tf = os.path.join(self.out_dir, "for-onnx2tf.onnx")
+            shutil.copyfile(source, source_for_tf)
         inputs, _ = self.onnx_specs(source_for_tf)
         folder = os.path.join(self.out_dir, "onnx2tf")
         log = io.StringIO()
