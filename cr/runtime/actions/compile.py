@@ -85,9 +85,9 @@ OPTIONS = {
     },
     "tflite": {"float_fallback": (False, "int8 static: let ops without an int8 kernel stay float instead of failing")},
     "tflite2onnx": {"opset": (17, "ONNX opset tf2onnx writes")},
-    "onnx2tf_tflite": {"slim": (True, "fold shape arithmetic with onnxslim before onnx2tf (a runtime-computed Pad otherwise "
-                                      "becomes a Flex op that LiteRT cannot run)")},
-    "onnx2tf_savedmodel": {"slim": (True, "fold shape arithmetic with onnxslim before onnx2tf")},
+    "onnx2tf_tflite": {"slim": (False, "fold shape arithmetic with onnxslim before onnx2tf (off by default: it changed "
+                                       "efficientnet-lite0's numbers; the check catches that)")},
+    "onnx2tf_savedmodel": {"slim": (False, "fold shape arithmetic with onnxslim before onnx2tf (see onnx2tf_tflite)")},
     "trt": {},  # passed to build_plan as given
 }
 _LEVELS = ("basic", "extended", "all")
@@ -166,6 +166,10 @@ def _chained(source_format, to, precision, quantization, options, source) -> dic
     if precision == "int8":
         mode = quantization or ("static" if last.step == "tflite" else "dynamic")
     steps = [hop.step for hop in chain]
+    if source_format == "torch-state-dict" and "export" in steps and any(s.startswith("onnx2tf") for s in steps):
+        # the torch.export-based exporter writes static pads where the TorchScript one computes them from
+        # Shape ops at run time, which onnx2tf turns into Flex ops that LiteRT cannot run
+        options.setdefault("dynamo", True)
     if to == "trt-plan":
         label = ["trt"] + (["fp16"] if options.get("fp16") else [])
     else:
@@ -1006,7 +1010,7 @@ class _Work:
         import onnx
 
         self.tools.update(onnx2tf=_version("onnx2tf"), onnx=onnx.__version__)
-        if self.options.get("slim", True):
+        if self.options.get("slim"):
             import onnxslim
 
             self.tools["onnxslim"] = _version("onnxslim")
