@@ -76,9 +76,11 @@ def source_variant(model: dict, to: str, variant: str | None) -> dict:
         return variants.choose(meta, reads, None, backend=f"compile --to {to}")
     except CRError:
         formats = sorted({variants.effective(meta, n).get("format") or "?" for n in variants.names(meta)}) or ["none"]
+        reach = sorted({r for f in formats for r in convgraph.reachable(f)})
         raise CRError(
-            f"cannot compile {model['ref']} from {', '.join(formats)} to {to}; supported: {conversions.SUPPORTED}",
-            hint="choose another --to, or add a variant in one of those source formats",
+            f"no conversion path from {', '.join(formats)} to {to} for {model['ref']}; from {', '.join(formats)} cr compile "
+            f"reaches: {', '.join(reach) or 'nothing'}",
+            hint="choose one of those with --to, or add a variant in another format (docs/conversions.md)",
         ) from None
 
 

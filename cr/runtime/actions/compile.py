@@ -400,7 +400,7 @@ class _Work:
                 found = self.tflite_specs(path)
             else:
                 return
-        except ImportError:
+        except Exception:  # an unreadable file: the hop that reads it fails, naming itself
             return
         for kind, specs, declared in (("input", found[0], self.meta.get("inputs")), ("output", found[1], self.meta.get("outputs"))):
             if not declared or len(declared) != len(specs):
@@ -1152,15 +1152,18 @@ def _carried_shape(found: list | None, declared: list | None, what: str) -> list
     (or the ranks differ)."""
     if found is None or declared is None:
         return found if found is not None else declared
+    import json
+
+    why = CRError(f"{what} is declared with shape {json.dumps(declared)} in the model meta, but the file has "
+                  f"{json.dumps([_dim(f) for f in found])}",
+                  hint="fix the shape in the model meta (null for a dynamic dim), or give the file the declared shape")
     if len(found) != len(declared):
-        raise CRError(f"{what} is declared with shape {declared} in the model meta, but the file has {found}",
-                      hint="fix the shape in the model meta (null for a dynamic dim), or the file")
+        raise why
     out = []
     for f, d in zip(found, declared):
         f, d = _dim(f), _dim(d)
         if f is not None and d is not None and f != d:
-            raise CRError(f"{what} is declared with shape {declared} in the model meta, but the file has {found}",
-                          hint="fix the shape in the model meta (null for a dynamic dim), or the file")
+            raise why
         out.append(f if f is not None else d)
     return out
 
