@@ -239,8 +239,11 @@ def main(job: dict) -> dict:
             current = getattr(work, "step_" + step)(current)
         except CRError:
             raise
-        except Exception as exc:  # a converter's own failure: name the hop (and the op, where the converter says)
-            raise work.hop_failure(hop.get("hop") or step, exc) from exc
+        except Exception as exc:
+            if not hop:  # a single conversion: the framework's failure is the record's error, with its traceback
+                raise
+            # a hop of a chain: name the hop (and the op, where the converter says)
+            raise work.hop_failure(hop["hop"], exc) from exc
         work.fmt = convgraph.STEP_WRITES.get(step, work.fmt)
         path.append(work.hop_record(step, hop, round(time.monotonic() - clock, 3)))
     final = os.path.join(job["out_dir"], job["out_file"])
