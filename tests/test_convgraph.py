@@ -267,6 +267,8 @@ def test_lenet_int8_tflite_through_a_savedmodel(compile_cr, run_cr):
     assert [(h["hop"], h["from"], h["to"]) for h in record["path"]] == [
         ("onnx2tf-savedmodel", "onnx", "savedmodel"), ("tf-to-tflite", "savedmodel", "tflite")]
     assert record["path"][1]["top1_agreement"] >= 0.95 and record["checks"]["calibration"]["samples"] == 100
+    end = record["checks"]["end_to_end"]  # the chain's output against the source onnx itself
+    assert end["against"] == "onnx" and end["samples"] == 100 and end["passed"] is True and end["top1_agreement"] >= 0.95
     assert meta["precision"] == "int8" and "int8" in meta["tags"] and record["output"]["ref"].endswith("+tflite.int8")
     x = _digits()
     want = _ort(LENET / "lenet-digits.onnx", x)

@@ -252,6 +252,8 @@ def main(job: dict) -> dict:
     for leftover in os.listdir(job["out_dir"]):  # intermediates (pre-processed, exported) go
         if leftover != job["out_file"]:
             _remove(os.path.join(job["out_dir"], leftover))
+    if len(path) > 1:  # a chain: its output against the source itself, not only each hop against its input
+        work.end_to_end(located["path"], final)
     io = work.io(final)
     if params.get("counterpart"):
         work.compare_counterpart(final, params["counterpart"])
@@ -381,6 +383,55 @@ class _Work:
             if key in check:
                 entry[key] = check[key]
         return entry
+
+    def outputs(self, fmt: str, path: str, batch: dict) -> list:
+        """The outputs of the model file at path (format fmt) on a batch (inputs in the meta's order)."""
+        arrays = list(batch.values())
+        if fmt == "onnx":
+            session = self._ort(path)
+            return session.run(None, {i.name: a for i, a in zip(session.get_inputs(), arrays)})
+        if fmt == "tflite":
+            return self._run_tflite(path, arrays)
+        if fmt == "savedmodel":
+            import tensorflow as tf
+
+            folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+            fn = tf.saved_model.load(folder).signatures["serving_default"]
+            names = sorted(fn.structured_input_signature[1])
+            out = fn(**{n: tf.constant(a) for n, a in zip(names, arrays)})
+            return [out[k].numpy() for k in sorted(out)]
+        if fmt in TORCH:
+            from ..backends.torch import TorchBackend
+
+            backend = TorchBackend()
+            backend.load(path, {**self.meta, "_dir": self.job["model"].get("dir")}, {})
+            try:
+                return backend.run({s["name"]: a for s, a in zip(backend.inputs(), arrays)})
+            finally:
+                backend.close()
+        raise CRError(f"cr compile does not run {fmt} models to check them")
+
+    def end_to_end(self, source: str, final: str) -> None:
+        """checks["end_to_end"]: a chain's output against its source on the same inputs, judged as a
+        single conversion's output is (fp32: max |diff| within atol; int8: top-1 agreement)."""
+        fmt, to = self.meta.get("format"), self.job["params"]["to"]
+        specs = [dict(s) for s in self.meta.get("inputs") or []]
+        check = {"against": fmt}
+        self.checks["end_to_end"] = check
+        if not specs or to not in ("onnx", "tflite", "savedmodel"):
+            check.update(passed=None, not_judged="the source declares no inputs" if not specs else f"{to} files are not run here")
+            return
+        fixed = self._fixed_batch(specs)
+        batches = self.check_batches(specs, fixed) if self.plan["precision"] == "int8" else [self.check_batch(specs, fixed or 3)]
+        want = _concat([self.outputs(fmt, source, b) for b in batches])
+        got = _concat([self.outputs(to, final, b) for b in batches])
+        check.update(max_abs_diff=_max_diff(want, got), top1_agreement=_agreement(want, got),
+                     samples=sum(len(next(iter(b.values()))) for b in batches))
+        if self.plan["precision"] == "int8":
+            self.judge_int8("end_to_end", check, "see each hop's check in the path; calibrate on more samples")
+        else:
+            self.judge_atol("end_to_end", check, "the chain's output", "see each hop's check in the path; raise -O atol "
+                                                                       "if the difference is expected")
 
     def hop_failure(self, hop: str, exc: BaseException) -> CRError:
         """The CRError for a converter that raised: the hop, the tool's words, and the op it names."""
