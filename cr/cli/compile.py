@@ -67,7 +67,9 @@ def compile_(ref, to, variant, options, version, force, install, allow_degraded,
 
     Conversions: torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx
     (optimised, or int8); onnx -> trt-plan (NVIDIA GPU); keras, savedmodel -> tflite (fp32,
-    int8). The output becomes a new version of the same model in your local repo, e.g.
+    int8); any other pair through the shortest chain of hops (tflite -> onnx, onnx ->
+    tflite, onnx -> savedmodel, ...; docs/conversions.md), each hop checked and recorded
+    in the record's and the output's path. The output becomes a new version of the same model in your local repo, e.g.
     model:NAME@1.0.0+onnx.int8.dynamic, with its provenance in its meta. The conversion
     runs in a separate process and is checked against its source: fp32 within -O atol
     (default 1e-3), int8 top-1 agreement at least -O min_top1_agreement (default 0.95);
