@@ -53,6 +53,8 @@ HOPS: tuple[Hop, ...] = (
         tool="onnx2tf", description="onnxslim, then onnx2tf's SavedModel (input layout kept)"),
     Hop("onnx-quantize", ("onnx",), "onnx", "quantize", ("software:onnxruntime", "software:onnx"), precisions=("int8",),
         tool="onnxruntime", description="onnxruntime.quantization (dynamic, or static calibrated on dataset samples)"),
+    Hop("onnx-optimize", ("onnx",), "onnx", "optimize", ("software:onnxruntime",), tool="onnxruntime",
+        description="onnxruntime graph optimisation (a single conversion: onnx -> onnx fp32)"),
     Hop("onnx-to-trt-plan", ("onnx",), "trt-plan", "trt", ("software:tensorrt",), tool="tensorrt",
         description="TensorRT build_plan (an NVIDIA GPU)"),
 )
