@@ -197,6 +197,9 @@ def test_declared_dims_are_carried_where_the_file_leaves_them_dynamic(compile_cr
     shown = json.loads(run_cr("show", "model:tiny@1.0.0+onnx.opt", "--json").stdout)
     assert shown["meta"]["inputs"][0]["shape"] == [None, 1, 8, 8]  # only the batch the source left dynamic stays so
     assert shown["meta"]["outputs"][0]["shape"] == [None, 3]
+    # a single conversion records its path too: one hop
+    [hop] = shown["meta"]["provenance"]["path"]
+    assert (hop["hop"], hop["from"], hop["to"], hop["tool"], hop["passed"]) == ("onnx-optimize", "onnx", "onnx", "onnxruntime", True)
 
 
 # ------------------------------------------------------------------ real conversions of lenet-digits

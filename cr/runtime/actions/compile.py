@@ -234,7 +234,7 @@ def main(job: dict) -> dict:
     current = located["path"]
     path = []
     for step, hop in zip(the_plan["steps"], the_plan.get("path") or [{} for _ in the_plan["steps"]]):
-        clock = time.monotonic()
+        clock, before = time.monotonic(), work.fmt
         try:
             current = getattr(work, "step_" + step)(current)
         except CRError:
@@ -245,7 +245,7 @@ def main(job: dict) -> dict:
             # a hop of a chain: name the hop (and the op, where the converter says)
             raise work.hop_failure(hop["hop"], exc) from exc
         work.fmt = convgraph.STEP_WRITES.get(step, work.fmt)
-        path.append(work.hop_record(step, hop, round(time.monotonic() - clock, 3)))
+        path.append(work.hop_record(step, {"from": before, **hop}, round(time.monotonic() - clock, 3)))
     final = os.path.join(job["out_dir"], job["out_file"])
     if os.path.abspath(current) != os.path.abspath(final):
         os.replace(current, final)
@@ -374,8 +374,9 @@ class _Work:
         """The path entry of one hop: what ran, with which tool and version, its check and its time."""
         from .convgraph import HOPS
 
-        name = hop.get("hop") or step
-        tool = hop.get("tool") or next((h.tool for h in HOPS if h.step == step), "")
+        declared = next((h for h in HOPS if h.step == step), None)  # a single conversion's step: its hop
+        name = hop.get("hop") or (declared.name if declared else step)
+        tool = hop.get("tool") or (declared.tool if declared else "")
         check = self.checks.get(step) or {}
         entry = {"hop": name, "from": hop.get("from"), "to": self.fmt, "tool": tool, "version": self.tools.get(tool),
                  "seconds": seconds}
