@@ -291,3 +291,65 @@ def test_lenet_tflite_to_onnx_through_tf2onnx(compile_cr, run_cr):
     done = run_cr("validate", record["output"]["ref"], "--backend", "onnxruntime", "--json", timeout=600)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["validation"]["outcome"] == "PASS"
+
+
+SAME_PADDED = '''
+import torch
+import torch.nn.functional as F
+
+
+class Same(torch.nn.Module):
+    """TensorFlow-style SAME padding computed from the input size in forward(), as efficientnet-lite0's net.py does."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3, stride=2)
+        self.dw = torch.nn.Conv2d(4, 4, 3, stride=2, groups=4)
+        self.fc = torch.nn.Linear(4, 3)
+
+    @staticmethod
+    def pad(x, k, s):
+        pads = []
+        for size in reversed(x.shape[-2:]):
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            pads += [total // 2, total - total // 2]
+        return F.pad(x, pads)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(self.pad(x, 3, 2)))
+        x = torch.relu(self.dw(self.pad(x, 3, 2)))
+        return self.fc(x.mean((2, 3)))
+'''
+
+
+@pytest.mark.slow
+def test_a_runtime_computed_pad_fails_naming_the_hop_and_the_op(compile_cr, cr_home, tmp_path):
+    """The TorchScript exporter writes SAME padding as Shape -> ... -> Pad evaluated at run time;
+    onnx2tf turns that into a Flex op LiteRT's builtin interpreter cannot run: the error names the
+    hop and the op (the failure docs/conversions.md describes for efficientnet-lite0)."""
+    pytest.importorskip("onnx2tf")
+    torch = pytest.importorskip("torch")
+    import hashlib
+
+    from cr import api
+
+    namespace: dict = {}
+    exec(SAME_PADDED, namespace)
+    torch.manual_seed(0)
+    net = namespace["Same"]().eval()
+    repo = make_repo(tmp_path / "r", "r")
+    folder = repo / "model/same/1.0.0"
+    folder.mkdir(parents=True)
+    torch.onnx.export(net, (torch.zeros(2, 1, 16, 16),), str(folder / "m.onnx"), dynamo=False, opset_version=17,
+                      input_names=["input"], output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    make_component(repo, "model", "same", format="onnx", file="m.onnx",
+                   files={"m.onnx": hashlib.sha256((folder / "m.onnx").read_bytes()).hexdigest()},
+                   inputs=[{"name": "input", "shape": [None, 1, 16, 16], "dtype": "float32", "layout": "NCHW"}],
+                   outputs=[{"name": "logits", "shape": [None, 3], "dtype": "float32"}])
+    api.repo_add(repo)
+    done = compile_cr("model", "same", "--to", "tflite")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = _errors(done)
+    assert len(errors) == 2, done.stderr
+    assert errors[0].startswith("Error: hop onnx2tf-tflite failed converting model:same@1.0.0 at op Flex"), errors[0]
+    assert _nothing_added(cr_home, "same")
