@@ -69,7 +69,7 @@ def source_variant(model: dict, to: str, variant: str | None) -> dict:
     chained = convgraph.reads(to)  # formats a chain of hops reaches `to` from (the single conversions first)
     reads = tuple(dict.fromkeys((*(reads or ()), *chained))) or None
     if reads is None:
-        raise CRError(f"cannot compile to {to!r}; supported: {conversions.SUPPORTED}", hint="give --to onnx, tflite or trt-plan")
+        raise CRError(f"cannot compile to {to!r}; supported: {conversions.SUPPORTED}", hint="give --to onnx, tflite, savedmodel or trt-plan")
     if variant is not None:
         return variants.effective(meta, variant)  # plan() refuses its format when the conversion cannot read it
     try:
