@@ -137,3 +137,68 @@ def test_the_cache_serves_an_unchanged_file_and_misses_a_rewritten_one(tmp_path,
     time.sleep(0.01)
     payload.write_bytes(b"b" * 4096)  # same size, new mtime
     assert pins.file_sha256(str(payload)) != ZEROS
+
+
+# -- archives and reproduction ------------------------------------------------------------
+
+def _solution(repo: Path, model: str) -> None:
+    sol = json.loads((SHIPPED.parents[3] / "solution" / "iris-logreg-onnxruntime" / "1.0.0" / "meta.json").read_text())
+    sol.update(uid=os.urandom(8).hex(), name=f"{model}-sol", model=f"model:{model}@1.0.0")
+    sol["actions"][0]["params"].update(min_duration_s=0, min_queries=3, warmup_queries=0)
+    write_json(repo / "solution" / f"{model}-sol" / "1.0.0" / "meta.json", sol)
+
+
+def _rewrite_manifest(archive: Path, out: Path, change) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(archive) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == "manifest.json":
+                manifest = json.loads(data)
+                change(manifest)
+                data = json.dumps(manifest, indent=2).encode()
+            dst.writestr(info, data)
+
+
+def test_an_archive_records_the_pin_and_refuses_a_tampered_one(local, run_cr, tmp_path):
+    _copy(local, "iris-copy")
+    _solution(local, "iris-copy")
+    assert run_cr("pack", "solution:iris-copy-sol", "-o", str(tmp_path)).returncode == 0
+    archive = tmp_path / "iris-copy-sol-1.0.0.cr.zip"
+    import zipfile
+
+    with zipfile.ZipFile(archive) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        assert not any(n.endswith(".onnx") for n in zf.namelist())  # pinned, not carried
+    entry = next(e for e in manifest["excluded"] if e["ref"] == "model:iris-copy@1.0.0")
+    shipped = json.loads(SHIPPED.read_text())["source"]
+    assert {k: entry[k] for k in ("package", "package_version", "path", "sha256")} == \
+        {k: shipped[k] for k in ("package", "package_version", "path", "sha256")}
+    assert entry["redistributable"] is True
+
+    tampered = tmp_path / "tampered" / archive.name
+    tampered.parent.mkdir()
+    _rewrite_manifest(archive, tampered, lambda m: next(e for e in m["excluded"] if e["ref"] == entry["ref"]).update(sha256=ZEROS))
+    fresh = {"CR_HOME": str(tmp_path / "fresh")}
+    done = run_cr("unpack", str(tampered), env=fresh)
+    _one_error(done, "model/iris-copy/1.0.0/meta.json", "source.sha256", ZEROS, "tampered pin")
+    assert not (tmp_path / "fresh" / "archives").exists() or not any((tmp_path / "fresh" / "archives").iterdir())
+    unpacked = run_cr("unpack", str(archive), env=fresh)
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert "pinned sha256 " + entry["sha256"][:12] in unpacked.stdout
+
+
+def test_reproduce_refuses_an_archive_whose_pinned_file_differs_from_the_installed_one(local, run_cr, tmp_path):
+    _copy(local, "iris-zeros", sha256=ZEROS, package_version=ORT)
+    _solution(local, "iris-zeros")
+    assert run_cr("pack", "solution:iris-zeros-sol", "-o", str(tmp_path)).returncode == 0
+    fresh = {"CR_HOME": str(tmp_path / "fresh")}
+    done = run_cr("reproduce", str(tmp_path / "iris-zeros-sol-1.0.0.cr.zip"), "--trust", env=fresh)
+    _one_error(done, "does not match its pin", ZEROS)
+    assert json.loads(run_cr("results", "list", "--json", env=fresh).stdout) == []  # nothing ran
+    _copy(local, "iris-copy")
+    _solution(local, "iris-copy")
+    ready = run_cr("init", "solution", "iris-copy-sol", "--json")
+    assert ready.returncode == 0, ready.stderr
+    assert json.loads(ready.stdout)["payload"]["state"] == "verified"

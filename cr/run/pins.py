@@ -82,3 +82,24 @@ def show_pin(info: dict, verify: bool) -> dict | None:
     if meta.get("kind") != "model":
         return None
     return pins.status(meta, str(info.get("path")), info.get("ref", "the model"), hash_file=verify)
+
+
+def archive_pins(info: dict) -> None:
+    """`cr unpack`: add "pin_here" (the pin state in this interpreter) to each excluded
+    entry of an unpacked archive's info that records a pin. A mismatch is a warning here,
+    not a refusal: the package may be installed into a lock's prefix by cr init, which
+    checks it again (cr.run.solution.check_payload) and refuses a file that differs."""
+    from ..store.meta import load_json
+
+    target = Path(info["target"])
+    for entry in info.get("excluded") or ():
+        if not (isinstance(entry, dict) and entry.get("sha256") and isinstance(entry.get("ref"), str)):
+            continue
+        kind_name, _, version = entry["ref"].partition("@")
+        kind, _, name = kind_name.partition(":")
+        meta_path = target / kind / name / version / "meta.json"
+        try:
+            meta = load_json(meta_path)
+        except CRError:
+            continue
+        entry["pin_here"] = pins.status(meta, str(meta_path.parent), entry["ref"])
