@@ -302,7 +302,6 @@ def check_payload(sol: dict, the_lock: dict) -> dict | None:
     one is PinMismatch before anything runs (an archive's reproduction never measures
     another graph); a package this interpreter cannot see is reported, and loading checks
     it again in the child."""
-    from ..resolve.compose import compose
     from ..runtime import pins
 
     model_ref = sol["meta"].get("model")
@@ -311,7 +310,11 @@ def check_payload(sol: dict, the_lock: dict) -> dict | None:
     model = catalog.show(model_ref, verify=False, prefer_repo=sol["repo"])
     if pins.pin_of(model["meta"]) is None:
         return None
-    paths = [p for p in compose(the_lock).get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = []
+    for sw in the_lock.get("software") or ():  # where the lock's prefixes put python packages
+        value = ((sw.get("exports") or {}) if isinstance(sw, dict) else {}).get("PYTHONPATH")
+        paths += [str(p) for p in value] if isinstance(value, list) else str(value or "").split(os.pathsep)
+    paths = [p for p in paths if p]
     state = pins.status(model["meta"], model["path"], model["ref"], paths=paths or None)
     if state["state"] == pins.MISMATCH:
         raise pins.PinMismatch(state["message"], hint=pins.mismatch_hint(state))
