@@ -72,6 +72,8 @@ def test_a_wrong_hash_fails_the_run_check_and_show_naming_file_package_and_both_
     _copy(local, "iris-zeros", sha256=ZEROS, package_version="9.9.9")
     ran = run_cr("benchmark", "model", "iris-zeros", *FAST)
     error = _one_error(ran, "logreg_iris.onnx", f"onnxruntime {ORT} installed, 9.9.9 pinned", ZEROS)
+    hint = next(ln for ln in ran.stderr.splitlines() if ln.startswith("Hint:"))
+    assert "install onnxruntime 9.9.9, the pinned version" in hint and "cr hash model:iris-zeros@1.0.0" in hint
     assert json.loads(SHIPPED.read_text())["source"]["sha256"] in error
     records = json.loads(run_cr("results", "list", "--json").stdout)  # a failed run, no numbers
     assert [r["status"] for r in records] == ["failed"] and not records[0].get("metrics")

@@ -77,7 +77,7 @@ def _refuse_mismatched_payload(info: dict) -> None:
     if payload.get("state") == "mismatch":
         from ..runtime.pins import PinMismatch, mismatch_hint
 
-        raise PinMismatch(payload["message"], hint=mismatch_hint(payload))
+        raise PinMismatch(payload["message"], hint=mismatch_hint(payload, info["ref"]))
 
 
 @click.command()

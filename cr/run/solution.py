@@ -317,7 +317,7 @@ def check_payload(sol: dict, the_lock: dict) -> dict | None:
     paths = [p for p in paths if p]
     state = pins.status(model["meta"], model["path"], model["ref"], paths=paths or None)
     if state["state"] == pins.MISMATCH:
-        raise pins.PinMismatch(state["message"], hint=pins.mismatch_hint(state))
+        raise pins.PinMismatch(state["message"], hint=pins.mismatch_hint(state, model["ref"]))
     if state["state"] == pins.UNPINNED:
         reporter().warning(state["message"])
     return state

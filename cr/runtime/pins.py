@@ -134,7 +134,7 @@ def verify(meta: dict, located: dict, ref: str = "the model", cached: bool = Tru
            "installed_version": installed, "pinned_sha256": pin["sha256"], "sha256": digest}
     if state == MISMATCH:
         raise PinMismatch(mismatch_message(ref, located["path"], pin, installed, digest, differs),
-                          hint=mismatch_hint(pin))
+                          hint=mismatch_hint(pin, ref))
     return out
 
 
@@ -145,10 +145,10 @@ def mismatch_message(ref: str, path: str, pin: dict, installed: str | None, dige
     return f"{ref}: its file {path} comes from another package version than pinned ({versions}; sha256 {digest}, none pinned)"
 
 
-def mismatch_hint(pin: dict) -> str:
+def mismatch_hint(pin: dict, ref: str = "REF") -> str:
     version = pin.get("package_version")
-    install = f"install the pinned version (pip install {pin['package']}=={version})" if version else f"reinstall {pin['package']}"
-    return f"{install}, or, if this file is the one you mean to trust, re-pin it: cr hash REF (on a copy in your local repo)"
+    install = f"install {pin['package']} {version}, the pinned version" if version else f"reinstall {pin['package']}"
+    return f"{install}; or, if this file is the one you mean to trust, re-pin it: cr hash {ref} (on a copy in a repository you can write)"
 
 
 def status(meta: dict, component_dir: str | None = None, ref: str = "the model", hash_file: bool = True,
