@@ -60,6 +60,15 @@ def test_two_targets_compose_their_prefixes_in_order(two, run_cr):
     assert old.returncode == 0 and old.stdout.strip().splitlines()[-1] == "['--', 'x']"
 
 
+def test_env_shell_composes_the_same_way(two, run_cr):
+    import sys
+
+    done = run_cr("env", "shell", "software:moda", "software:modb", env={"SHELL": sys.executable},
+                  input="import moda_mod, modb_mod; print('both', moda_mod.__version__, modb_mod.__version__)\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "both 1.0.0 1.0.0"
+
+
 def test_the_same_software_at_two_versions_is_one_error_naming_both(two, run_cr):
     done = run_cr("env", "exec", "model:needs-v1", "model:needs-v2", "--", "python", "-c", "pass")
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("Error:")]

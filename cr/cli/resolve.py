@@ -83,8 +83,9 @@ def exec_(words, python):
 
 
 @click.command()
-@click.argument("target")
+@click.argument("targets", metavar="TARGET [TARGET ...]", nargs=-1, required=True)
 @click.option("--python", "python", help="Interpreter to resolve for.")
-def shell(target, python):
-    """Start your $SHELL inside what TARGET (a ref or a lock file) needs."""
-    sys.exit(_run_in(target, [os.environ.get("SHELL", "/bin/sh")], python))
+def shell(targets, python):
+    """Start your $SHELL inside what each TARGET (a ref or a lock file) needs, composed in order."""
+    targets = list(targets)
+    sys.exit(_run_in(targets if len(targets) > 1 else targets[0], [os.environ.get("SHELL", "/bin/sh")], python))
