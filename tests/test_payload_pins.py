@@ -96,6 +96,9 @@ def test_a_wrong_version_without_a_hash_fails_and_with_the_right_hash_passes(loc
     assert ran.returncode == 0, ran.stderr
     shown = json.loads(run_cr("show", "model:iris-same-bytes", "--json").stdout)
     assert shown["payload"]["state"] == "verified" and "the same file" in shown["payload"]["message"]
+    check = run_cr("check", "model:iris-same-bytes", "--json")
+    report = json.loads(check.stdout)
+    assert check.returncode == 0 and [w["pointer"] for w in report["warnings"]] == ["/source/package_version"]
 
 
 def test_a_missing_package_is_reported_not_judged_and_stops_a_run(local, run_cr):

@@ -54,7 +54,8 @@ def pin_meta(meta: dict, component_dir: str, ref: str) -> tuple[dict | None, boo
 def check_pins(meta_paths: list[str], problems: list[Problem], warnings: list[Problem]) -> list[dict]:
     """`cr check`: the pin state of every package-sourced model among meta_paths, re-hashed
     (the check is the audit: the cache is not read). A mismatch is a problem; an unpinned
-    file a warning; a package not installed here is reported, not judged (it may be
+    file a warning, as is the pinned file under another package version (the pin's
+    version is stale); a package not installed here is reported, not judged (it may be
     installed in a lock's prefix or on another machine)."""
     from ..store.meta import load_json
 
@@ -73,6 +74,8 @@ def check_pins(meta_paths: list[str], problems: list[Problem], warnings: list[Pr
             problems.append(Problem(meta_path, "/source/sha256", state["message"]))
         elif state["state"] == pins.UNPINNED:
             warnings.append(Problem(meta_path, "/source", state["message"]))
+        elif state["message"]:  # verified by sha256 under another package version: the pin's version is stale
+            warnings.append(Problem(meta_path, "/source/package_version", state["message"] + f"; cr hash {ref} records it"))
     return out
 
 
