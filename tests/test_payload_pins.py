@@ -7,6 +7,7 @@ The package is the real onnxruntime wheel of the test interpreter, whose iris cl
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -130,6 +131,9 @@ def test_the_shipped_package_sourced_models_are_pinned_and_verified_here(run_cr)
 def test_the_cache_serves_an_unchanged_file_and_misses_a_rewritten_one(tmp_path, cr_home):
     payload = tmp_path / "weights.bin"
     payload.write_bytes(b"a" * 4096)
+    assert pins.file_sha256(str(payload)) and not (cr_home / "cache" / pins.CACHE_NAME).exists()  # just written: racy
+    old = time.time() - 60
+    os.utime(payload, (old, old))
     first = pins.file_sha256(str(payload))
     cache = json.loads((cr_home / "cache" / pins.CACHE_NAME).read_text())
     assert [e["sha256"] for e in cache["files"].values()] == [first]
@@ -139,9 +143,9 @@ def test_the_cache_serves_an_unchanged_file_and_misses_a_rewritten_one(tmp_path,
     (cr_home / "cache" / pins.CACHE_NAME).write_text(json.dumps(cache))
     assert pins.file_sha256(str(payload)) == ZEROS
     assert pins.file_sha256(str(payload), cached=False) == first  # cr check's audit never reads it
-    time.sleep(0.01)
     payload.write_bytes(b"b" * 4096)  # same size, new mtime
-    assert pins.file_sha256(str(payload)) != ZEROS
+    os.utime(payload, (old + 1, old + 1))
+    assert pins.file_sha256(str(payload)) == hashlib.sha256(b"b" * 4096).hexdigest()
 
 
 # -- archives and reproduction ------------------------------------------------------------

@@ -15,19 +15,22 @@ The rule:
 
 Hashing a 20 MB weight file costs tens of milliseconds on every run, so sha256s are cached
 in CR_HOME/cache/payload-sha256.json keyed by the file's real path, size, mtime (ns),
-inode and device: a file rewritten in place changes its mtime, a replaced one its inode.
+inode and device: a file rewritten in place changes its mtime, a replaced one its inode;
+a file modified less than 2 s ago is not cached (a rewrite in the same mtime tick).
 The cache is the user's own, like the rest of CR_HOME; ``cr check`` never reads it (it
 re-hashes: it is the audit). Standard library only: this runs in the measured child.
 """
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from ..errors import CRError
 
 CACHE_NAME = "payload-sha256.json"
 _CACHE_MAX_ENTRIES = 4096  # a cache, not a record: the oldest entries go beyond this
+_RACY_NS = 2_000_000_000  # a file modified this recently is hashed, not cached (git's "racy" rule)
 
 # The states of a pin, as cr check / cr show / archives name them.
 VERIFIED, MISMATCH, NOT_INSTALLED, UNPINNED, PINNED = "verified", "mismatch", "not installed", "unpinned", "pinned"
@@ -88,8 +91,10 @@ def file_sha256(path: str, cached: bool = True) -> str:
     if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
         return entry["sha256"]
     digest = sha256_file(Path(path))
-    if _stamp(path)[1] != stamp:
-        return digest  # changed while it was read: nothing worth remembering
+    if _stamp(path)[1] != stamp or time.time_ns() - stamp[1] < _RACY_NS:
+        # changed while it was read, or so recently that a rewrite within the same mtime
+        # tick (a coarse file system's) could keep its stamp: not worth remembering
+        return digest
     files = {k: v for k, v in (data.get("files") or {}).items() if k != key}
     files[key] = {"stamp": stamp, "sha256": digest}
     if len(files) > _CACHE_MAX_ENTRIES:
