@@ -47,7 +47,8 @@ def _summary_rows(record: dict) -> list[list]:
 @click.option("--precision", type=click.Choice(["fp32", "int8"]), help="Output precision (default fp32).")
 @click.option("--quantization", type=click.Choice(["dynamic", "static"]),
               help="int8: dynamic (no data) or static (calibrated); default dynamic for onnx, static for tflite.")
-@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; its train split).")
+@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; the split validation does not "
+                                 "judge, see --calibration).")
 @click.option("--calibration", metavar="SPLIT|DATASET_REF",
               help="int8: calibrate on this split of the dataset (train, test, all) or on another dataset "
                    "(dataset:NAME); default: the split validation does not judge. The report names the overlap.")

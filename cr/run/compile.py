@@ -143,8 +143,9 @@ def compile_model(
     conversion's tools: compile_requirements), made on the way; install=True installs
     what is missing, else one error names the command that does.
 
-    params: precision, quantization, dataset, calibration_samples, options (the -O dict),
-    seed, timeout_s, allow_degraded (see actions/compile/meta.json).
+    params: precision, quantization, dataset, calibration (a split or a dataset ref:
+    cr.run.quantreport), calibration_samples, options (the -O dict), seed, timeout_s,
+    allow_degraded (see actions/compile/meta.json).
 
     A check of the output against its source below its threshold (fp32: max abs diff above
     -O atol; int8: top-1 agreement below -O min_top1_agreement) fails the compile: status

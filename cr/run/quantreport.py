@@ -103,13 +103,13 @@ def evaluation(model_meta: dict) -> dict | None:
 
 
 def attach(record: dict, result: dict, where: str) -> None:
-    """record["quantization"]: the child's report with its warnings; each warning is also one
-    reporter warning (the CLI prints `Warning: ...`). where: how the output is named."""
+    """record["quantization"]: the child's report (result["quantization"]) with its warnings;
+    each warning is also one reporter warning (the CLI prints `Warning: ...`). where: how the
+    output is named."""
     report = result.get("quantization")
     if not isinstance(report, dict):
         return
-    report = dict(report)
-    report["warnings"] = warnings(report, where)
+    report["warnings"] = warnings(report, where)  # in the result too: the output's provenance keeps them
     record["quantization"] = report
     from ..events import reporter
 
@@ -188,5 +188,5 @@ def rows(record: dict) -> list[list[str]]:
 def provenance_calibration(result: dict) -> dict:
     """What calibration_dataset gains in provenance: the split and the overlap with evaluation."""
     calibration = (result.get("quantization") or {}).get("calibration") or {}
-    keep = ("split", "samples", "evaluation", "overlap")
+    keep = ("split", "chosen", "samples", "evaluation", "overlap")
     return {k: calibration[k] for k in keep if k in calibration}

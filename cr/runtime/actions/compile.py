@@ -233,7 +233,9 @@ def _quantization(work: _Work, path: str) -> dict:
     ds, evaluation = work.job.get("dataset"), (work.job.get("params") or {}).get("evaluation")
     calibration = None
     if work.plan["quantization"] == "static" and work.calibration_raw:
-        calibration = {"dataset": ds.get("ref"), "split": ds.get("split") or "all", "samples": len(work.calibration_raw)}
+        chosen = (work.job.get("params") or {}).get("calibration")
+        calibration = {"dataset": ds.get("ref"), "split": ds.get("split") or "all", "samples": len(work.calibration_raw),
+                       "chosen": f"--calibration {chosen}" if chosen else "default"}
         if evaluation:
             from ..datasets import load
 
