@@ -12,9 +12,10 @@ TFLite interpreter). Sizes are file sizes in bytes.
 Latency: one session per model is made and warmed up (WARMUP runs each), then RUNS timed
 runs of each on the same batch, interleaved (reference, int8, reference, ...) so that a
 change in the machine's load falls on both alike; each figure is the median of its runs
-(time.perf_counter_ns around one run call). A few dozen runs of a small model cost well
-under a second; it is a quick comparison on this machine, not a benchmark (cr benchmark
-measures properly).
+(time.perf_counter_ns around one run call). A large model stops early: after MIN_RUNS
+pairs, no pair starts once BUDGET_S seconds of timing have passed ("runs" says how many
+ran). A few dozen runs of a small model cost well under a second; it is a quick comparison
+on this machine, not a benchmark (cr benchmark measures properly).
 
 Also here: why a pre-pass was skipped, in words a user acts on (``skip_reason``), and
 which calibration samples are also samples validation judges (``overlap``), matched by
@@ -30,6 +31,8 @@ import statistics
 import time
 
 WARMUP, RUNS = 3, 20
+# a large model stops early: at least MIN_RUNS pairs, then none begun after BUDGET_S seconds of timing
+MIN_RUNS, BUDGET_S = 5, 2.0
 
 
 def measure(fmt: str, reference: str, output: str, batch: dict, runs: int = RUNS, warmup: int = WARMUP) -> dict:
@@ -54,11 +57,13 @@ def _time(run_ref, run_out, runs: int, warmup: int) -> dict:
         run_ref()
         run_out()
     ref_ns, out_ns = [], []
-    for _ in range(runs):
+    deadline = time.monotonic() + BUDGET_S
+    while len(ref_ns) < runs and (len(ref_ns) < MIN_RUNS or time.monotonic() < deadline):
         for fn, into in ((run_ref, ref_ns), (run_out, out_ns)):
             start = time.perf_counter_ns()
             fn()
             into.append(time.perf_counter_ns() - start)
+    runs = len(ref_ns)
     ref_med, out_med = statistics.median(ref_ns), statistics.median(out_ns)
     return {"reference_ms": round(ref_med / 1e6, 4), "int8_ms": round(out_med / 1e6, 4),
             "ratio": round(out_med / ref_med, 3) if ref_med else None, "runs": runs, "warmup": warmup,
