@@ -314,3 +314,19 @@ def test_the_int8_onnx_compile_lock_brings_sympy():
     assert "software:sympy" in compile_requirements("torch-state-dict", "onnx", "int8")
     assert "software:sympy" not in compile_requirements("onnx", "onnx", "fp32")
     assert "software:sympy" not in compile_requirements("keras", "tflite", "int8")
+
+
+def test_a_calibration_dataset_that_runs_code_needs_consent(run_cr, tmp_path, cr_home):
+    """A loader dataset calls Python: from a repository not trusted, --calibration asks first."""
+    from cr.store import registry
+
+    repo = make_repo(tmp_path / "theirs", "theirs")
+    make_component(repo, "dataset", "digits-again", format="loader", samples=1797,
+                   source={"package": "scikit-learn", "loader": "sklearn.datasets:load_digits"})
+    registry.add_dir(repo, trusted=False)
+    done = run_cr("compile", "model", "lenet-digits", "--to", "onnx", "--quantization", "static", "--calibration",
+                  "dataset:digits-again")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("Error: ") and "dataset:digits-again" in done.stderr and lines[-1].startswith("Hint: "), done.stderr
+    assert not (cr_home / "local" / "model" / "lenet-digits").exists()

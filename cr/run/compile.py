@@ -202,6 +202,7 @@ class CompileHost(ActionHost):
         split = quantreport.calibration_split(ds, params.get("calibration"), model["meta"])
         if the_plan["precision"] == "int8":  # what validation judges: calibration's overlap with it is measured
             run.state["evaluation"] = quantreport.evaluation(model["meta"])
+        quantreport.check_trust([ds, (run.state.get("evaluation") or {}).get("ds")], f"compiling {model['ref']}")
         run.target = Target(model, model, source, None, {}, ds, split)
         run.params = params
         run.state.update(plan=the_plan, version=version, final_dir=final_dir, source=source)

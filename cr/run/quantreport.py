@@ -102,6 +102,18 @@ def evaluation(model_meta: dict) -> dict | None:
     return {"ds": ds, "split": evaluation_split(ds["meta"], model_meta)}
 
 
+def check_trust(datasets: list, what: str) -> None:
+    """The datasets the conversion loads (calibration, evaluation) that would call Python (a
+    loader) from an untrusted repository need the user's consent first (cr.store.trust)."""
+    from ..store import trust
+
+    check = [ds for ds in datasets if ds and trust.runs_code(ds, None)]
+    if check:
+        from ..store.catalog import open_index
+
+        trust.check_components(list({ds["uid"]: ds for ds in check}.values()), what, open_index)
+
+
 def attach(record: dict, result: dict, where: str) -> None:
     """record["quantization"]: the child's report (result["quantization"]) with its warnings;
     each warning is also one reporter warning (the CLI prints `Warning: ...`). where: how the

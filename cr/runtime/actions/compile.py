@@ -246,6 +246,8 @@ def _quantization(work: _Work, path: str) -> dict:
                 calibration["overlap"] = quantcost.overlap(work.calibration_raw, judged.samples)["overlap"]
             except CRError as exc:
                 calibration["evaluation"]["unavailable"] = exc.message
+            except Exception as exc:  # a sample the content key cannot read: the report says so, the compile stands
+                calibration["evaluation"]["unavailable"] = f"{type(exc).__name__}: {_first_line(exc)}"
     report["calibration"] = calibration
     return report
 
