@@ -192,7 +192,7 @@ def rows(record: dict) -> list[list[str]]:
                                         f"{_ratio(latency.get('ratio'))} ({latency['method']}, {latency['backend']}, "
                                         f"batch {latency['batch']})"])
     for step in report.get("prepasses") or []:
-        out.append([f"pre-pass", f"{step['step']}: {step['status']}" + (f" ({step['reason']})" if step.get("reason") else "")])
+        out.append(["pre-pass", f"{step['step']}: {step['status']}" + (f" ({step['reason']})" if step.get("reason") else "")])
     out.append(["calibration", calibration_words(report.get("calibration"))])
     return out
 
