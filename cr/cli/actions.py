@@ -239,6 +239,10 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
         params["inputs"] = [str(p) for p in inputs]
     from .stream import stream_params
 
+    if params.get("save_outputs") and params.get("stream"):
+        from ..errors import CRError
+
+        raise CRError("--save-outputs does not apply to --stream", hint="save the outputs of dataset samples or --input files")
     params = stream_params(params, bool(inputs))
     ref = parse_ref_words(ref)
     common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
@@ -315,6 +319,10 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
 
     parsed = parse_ref_words(ref)
     ref = str(parsed)
+    if not parity:
+        if params.pop("seed", None) is not None:
+            raise CRError("--seed applies to --parity only (the seed of synthetic inputs)",
+                          hint="add --parity B1,B2, or leave --seed out")
     if parsed.kind == "solution" and not parity:
         _solution(ref, "validate", {"validate": params}, out, as_json, store,
                   dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split),
@@ -346,6 +354,8 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         if p.get("outcome") != "PASS":
             bad = [x for x in p.get("pairs") or [] if not x["ok"]]
             detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {_diff(x)}, {_agreement(x) or 'no agreement figure'}"
+                               + "".join(f", output {o['name']} not within atol {p.get('atol', 0):g} rtol {p.get('rtol', 0):g}"
+                                         for o in x.get("outputs") or [] if not o["allclose"])
                                + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return

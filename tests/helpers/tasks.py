@@ -44,11 +44,12 @@ def _export(module, example, folder: Path, stem: str, output: str, dynamic_out: 
                           dynamic_axes={"x": {0: "n"}, output: {0: "n"}}, dynamo=False)
 
 
-def _model(repo: Path, name: str, task: str, inputs: list, outputs: list, decode: dict, dataset: str | None, **extra) -> Path:
+def _model(repo: Path, name: str, task: str, inputs: list, outputs: list, decode: dict | None, dataset: str | None,
+           **extra) -> Path:
     folder = repo / "model" / name / "1.0.0"
     return _meta(folder, {
         "kind": "model", "name": name, "task": task, "format": "onnx", "file": f"{name}.onnx", "precision": "fp32",
-        "inputs": inputs, "outputs": outputs, "decode": decode,
+        "inputs": inputs, "outputs": outputs, **({"decode": decode} if decode is not None else {}),
         **({"dataset": {"ref": dataset, "split": "all"}} if dataset else {}),
         "variants": [{"name": "torchscript", "format": "torchscript", "file": f"{name}.ts", "precision": "fp32"}],
         **extra})
@@ -67,7 +68,7 @@ def camera_tiles() -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(tiles), (tiles[:, 0] > cut).astype(np.int64)
 
 
-def segmentation(repo: Path, with_dataset: bool = True) -> dict:
+def segmentation(repo: Path, with_dataset: bool = True, **meta) -> dict:
     import torch
 
     folder = repo / "model" / "seg-threshold" / "1.0.0"
@@ -87,7 +88,7 @@ def segmentation(repo: Path, with_dataset: bool = True) -> dict:
     _model(repo, "seg-threshold", "segmentation",
            [{"name": "x", "shape": [None, 1, TILE, TILE], "dtype": "float32", "layout": "NCHW", "range": [0, 1]}],
            [{"name": "logits", "shape": [None, 2, TILE, TILE], "dtype": "float32", "layout": "NCHW"}],
-           {"layout": "NCHW"}, "dataset:camera-tiles" if with_dataset else None, labels=["dark", "bright"])
+           {"layout": "NCHW"}, "dataset:camera-tiles" if with_dataset else None, **{"labels": ["dark", "bright"], **meta})
     return {"x": x, "masks": masks, "predicted": (x[:, 0] > THRESHOLD).astype(np.int64)}
 
 
