@@ -240,7 +240,8 @@ FIELDS = (
 MEASUREMENT = frozenset((
     "min_duration_s", "min_queries", "warmup_queries", "seed", "input_pool", "timeout_s", "max_duration_s",
     "warmup_max_s", "warmup_until_stable", "warmup_window", "warmup_threshold", "warmup_max_queries", "fidelity",
-    "keep_outputs", "parity_atol", "samples", "warmup", "system_interval_ms", "top", "stream", "annotate",
+    "keep_outputs", "parity_atol", "parity_rtol", "synthetic_seed", "save_outputs", "samples", "warmup",
+    "system_interval_ms", "top", "stream", "annotate",
     "require_placement",  # a check on where the model runs (cr.runtime.placement), not a setting of the run
 ))
 FIELD = {f.key: f for f in FIELDS}

@@ -23,9 +23,6 @@ from ..errors import CRError
 TASKS = ("segmentation", "landmarks", "regression")
 # The dataset targets each task is validated against (dataset meta targets.kind).
 TARGETS = {"segmentation": "masks", "landmarks": "points", "regression": "values"}
-# The headline metric of each task (what results and the dashboard show where
-# classification shows top-1), and whether higher is better.
-HEADLINE = {"segmentation": ("miou", True), "landmarks": ("nme", False), "regression": ("rmse", False)}
 
 
 def _bad(ref: str, field: str, found, want: str) -> CRError:
