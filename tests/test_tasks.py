@@ -76,7 +76,10 @@ def test_segmentation_run_shows_the_class_histogram_and_saves_every_output(tmp_p
         assert entry["shape"] == [2, 16, 16] == list(saved.shape) and entry["dtype"] == "float32" == str(saved.dtype)
         x = made["x"][i, 0]
         np.testing.assert_allclose(saved, np.stack([tasks.THRESHOLD - x, x - tasks.THRESHOLD]), atol=1e-6)
-    record = _json(run_cr("run", "model", "seg-threshold", "--backend", "torch", "--limit", "2", "--json"))
+    again = tmp_path / "again"
+    record = _json(run_cr("run", "model", "seg-threshold", "--backend", "torch", "--limit", "2", "--json", "--save-outputs", again))
+    assert record["saved_outputs"] == {"dir": str(again.resolve()), "index": "index.json", "samples": 2, "files": 2}
+    assert sorted(f.name for f in again.iterdir()) == ["000000_logits.npy", "000001_logits.npy", "index.json"]
     for i, p in enumerate(record["predictions"]):
         assert "top" not in p
         shares = {c["class"]: c["share"] for c in p["mask"]["classes"]}
