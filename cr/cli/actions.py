@@ -26,6 +26,8 @@ def _agreement(pair: dict) -> str:
     """The task's agreement figure of a parity pair: top-1 (classification), pixels of the
     same class (segmentation), max error in model units (landmarks, regression)."""
     a = pair.get("agreement")
+    if pair.get("kind") == "detections":  # the share of samples whose boxes agree (cr.runtime.detection_parity)
+        return f"samples {pair['top1_agreement']:.4f}"
     if a is None:
         return f"top-1 {pair['top1_agreement']:.4f}" if pair.get("top1_agreement") is not None else ""
     if a["metric"] == "max_error":
