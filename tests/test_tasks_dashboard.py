@@ -2,6 +2,7 @@
 task's metric where classification shows top-1 (real records from cr validate)."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -26,8 +27,6 @@ def validated(tmp_path, run_cr, cr_home):
     for model in ("seg-threshold", "diabetes-ols"):
         done = run_cr("validate", "model", model, "--backend", "onnxruntime", "--json")
         assert done.returncode == 0, done.stderr
-        import json
-
         figures[model] = json.loads(done.stdout)["validation"]
     return figures
 
@@ -37,8 +36,6 @@ def test_results_list_shows_the_tasks_metric(run_cr, validated):
     assert done.returncode == 0, done.stderr
     assert f"miou {validated['seg-threshold']['miou']:.4f}" in done.stdout
     assert f"rmse {validated['diabetes-ols']['rmse']:.4f}" in done.stdout
-    import json
-
     rows = {r["model"].split("@")[0]: r for r in json.loads(run_cr("results", "list", "--json").stdout)}
     assert rows["model:seg-threshold"]["task_metric"] == "miou" and rows["model:seg-threshold"]["top1"] is None
     assert rows["model:diabetes-ols"]["task_value"] == pytest.approx(validated["diabetes-ols"]["rmse"])

@@ -1,9 +1,12 @@
 """The run and validate actions' entries: inference on dataset samples or files.
 
-    run       (actions/run/meta.json)       decoded predictions for each sample
+    run       (actions/run/meta.json)       decoded predictions for each sample (and, with
+                                            save_outputs, every raw output as .npy files)
     validate  (actions/validate/meta.json)  accuracy against the model's expected metrics,
                                             and the raw outputs for a --parity comparison
     compare                                 the parity comparison itself (numpy only)
+
+Decoding and metrics of segmentation, landmarks and regression: cr.runtime.tasks.
 
 Every sample goes through the model meta's preprocess pipeline, the backend, then its
 postprocess pipeline, in batches of ``batch_size`` (the model's fixed batch is padded by
@@ -39,8 +42,6 @@ def _file_samples(paths: list[str]) -> list:
 def _infer(opened, samples: list, batch_size: int | None, names: list | None = None):
     """[(sample, [raw output rows], [post-processed rows])] in sample order; ``names`` (a
     list, when given) receives the raw outputs' names."""
-    import numpy as np
-
     specs = opened.backend.inputs()
     fixed = fixed_batch(opened.input_specs())
     n = fixed or int(batch_size or DEFAULT_BATCH)
