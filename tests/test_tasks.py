@@ -211,3 +211,23 @@ def test_a_dataset_without_the_tasks_targets_is_refused(tmp_path, run_cr):
     _repo(tmp_path, run_cr, tasks.landmarks)
     _one_error(run_cr("validate", "model", "blob-points", "--backend", "onnxruntime", "--dataset", "dataset:digits"),
                "dataset:digits", "has no points", "declares no targets")
+
+
+def test_parity_compares_every_output_by_name_whatever_the_order():
+    from cr.runtime.actions.infer import compare
+
+    ref = {"ids": ["a", "b"], "names": ["scores", "boxes"], "task": "classification",
+           "raw": [[[0.1, 0.9], [1.0, 2.0]], [[0.8, 0.2], [3.0, 4.0]]]}
+    # the other backend lists its outputs the other way round; its boxes of sample b are off by 0.5 (12.5%)
+    other = {"ids": ["a", "b"], "names": ["boxes", "scores"], "task": "classification",
+             "raw": [[[1.0, 2.0], [0.1, 0.9]], [[3.0, 4.5], [0.8, 0.2]]]}
+    job = {"runs": {"onnxruntime": ref, "torch": other}, "params": {"parity_atol": 1e-4, "parity_rtol": 0.0}}
+    pair = compare(job)["parity"]["pairs"][0]
+    by = {o["name"]: o for o in pair["outputs"]}
+    assert pair["matched_by"] == "name" and set(by) == {"scores", "boxes"}
+    assert by["scores"]["allclose"] and by["scores"]["max_abs_diff"] == 0.0
+    assert not by["boxes"]["allclose"] and by["boxes"]["max_abs_diff"] == 0.5 and by["boxes"]["worst_sample"] == "b"
+    assert by["boxes"]["max_rel_diff"] == pytest.approx(0.125)
+    assert pair["top1_agreement"] == 1.0 and not pair["ok"]
+    job["params"]["parity_rtol"] = 0.2  # |4.5 - 4| <= 0 + 0.2 * 4: close under numpy.allclose
+    assert compare(job)["parity"]["outcome"] == "PASS"
