@@ -162,7 +162,8 @@ def regression(repo: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     _export(linear.eval(), torch.from_numpy(x[:2]), folder, "diabetes-ols", "progression")
     _meta(repo / "dataset" / "diabetes" / "1.0.0", {
-        "kind": "dataset", "name": "diabetes", "format": "loader", "source": {"loader": "sklearn.datasets:load_diabetes"},
+        "kind": "dataset", "name": "diabetes", "format": "loader",
+        "source": {"package": "scikit-learn", "loader": "sklearn.datasets:load_diabetes"}, "deps": ["software:scikit-learn@>=1.0"],
         "sample": {"shape": [10], "dtype": "float32"}, "targets": {"kind": "values"}})
     _model(repo, "diabetes-ols", "regression", [{"name": "x", "shape": [None, 10], "dtype": "float32", "layout": "NC"}],
            [{"name": "progression", "shape": [None, 1], "dtype": "float32", "layout": "NC"}], {}, "dataset:diabetes")
