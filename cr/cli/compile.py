@@ -33,6 +33,9 @@ def _summary_rows(record: dict) -> list[list]:
             if check.get("passed") is False:
                 text += ": FAILED (registered with --allow-degraded)"
             rows.append([f"check ({step})", text])
+    from ..run.quantreport import rows as quantisation_rows
+
+    rows += quantisation_rows(record)
     rows.append(["duration", f"{record['duration_s']:.2f} s"])
     return rows
 
@@ -44,7 +47,11 @@ def _summary_rows(record: dict) -> list[list]:
 @click.option("--precision", type=click.Choice(["fp32", "int8"]), help="Output precision (default fp32).")
 @click.option("--quantization", type=click.Choice(["dynamic", "static"]),
               help="int8: dynamic (no data) or static (calibrated); default dynamic for onnx, static for tflite.")
-@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; its train split).")
+@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; the split validation does not "
+                                 "judge, see --calibration).")
+@click.option("--calibration", metavar="SPLIT|DATASET_REF",
+              help="int8: calibrate on this split of the dataset (train, test, all) or on another dataset "
+                   "(dataset:NAME); default: the split validation does not judge. The report names the overlap.")
 @click.option("--calibration-samples", type=int, help="Samples that calibrate static quantisation (default 100).")
 @click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Conversion option (repeatable), e.g. -O level=all, -O opset=17, -O per_channel=false.")
