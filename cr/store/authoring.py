@@ -173,6 +173,7 @@ class CheckReport:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     model_formats: list[tuple[str, str, str]] = field(default_factory=list, repr=False)
+    payloads: list[dict] = field(default_factory=list)  # pin states of package-sourced models (cr.run.pins)
 
     @property
     def ok(self) -> bool:
@@ -184,6 +185,7 @@ class CheckReport:
             "checked": self.checked,
             "problems": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.problems],
             "warnings": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.warnings],
+            "payloads": self.payloads,
         }
 
 

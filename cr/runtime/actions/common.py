@@ -39,6 +39,8 @@ class Opened:
         return specs[0]["name"]
 
     def model_file(self) -> dict:
+        if self.located.get("sha256"):  # hashed (through the cache) when its pin was checked
+            return dict(self.located)
         return {**self.located, "sha256": model_files.sha256(self.located["path"])}
 
     def pipeline(self) -> dict:
