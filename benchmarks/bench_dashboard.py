@@ -5,8 +5,8 @@ leaderboard of 100,000 results is visible and answers a filter in headless Chrom
     .venv/bin/python benchmarks/bench_dashboard.py --sizes 1000 10000 --no-browser --json out.json
 
 The stores are written with cr.dashboard.sample.write_store: half `cr benchmark` records
-(1,024 inline latencies each, as the default --min-queries gives), half `cr validate`
-records, one pair per configuration, laid out as cr writes them (indent 2), spread over
+(1,024 latencies each, as the default --min-queries gives, in a side file beside the record
+as the results store writes them), half `cr validate` records, one pair per configuration, laid out as cr writes them (indent 2), spread over
 256 folders. Targets (issue 6): a 100,000-result build in <= 10 s; the leaderboard
 visible and answering a filter <= 2 s after navigation starts.
 

@@ -48,7 +48,7 @@ _EXPORTS = {
     # authoring (cr.store.authoring)
     "CheckReport": "cr.store.authoring:CheckReport",
     "new": "cr.store.authoring:new",
-    "rehash": "cr.store.authoring:rehash",
+    "rehash": "cr.run.pins:rehash",
     "check": "cr.run.check:check",  # the store's checks + model formats against the backends
     # planning and software (cr.resolve.plan, cr.software)
     "lock": "cr.resolve.plan:lock",

@@ -524,6 +524,43 @@ def make_bad_repo(root: Path) -> tuple[Path, dict[str, Path]]:
     return repo, bad
 
 
+def test_a_meta_one_level_off_is_reported_with_the_layout_not_silently_missed(tmp_path, run_cr):
+    """model/<name>/meta.json (no version level) and model/<name>/<version>/x/meta.json used to
+    make a search find nothing and cr check say 'all valid'."""
+    repo = make_repo(tmp_path / "off", "off")
+    shallow = make_component(repo, "model", "flat")
+    flat = repo / "model" / "flat" / "meta.json"
+    shallow.rename(flat)
+    shallow.parent.rmdir()
+    deep = make_component(repo, "model", "nested")
+    nested = deep.parent / "inner" / "meta.json"
+    nested.parent.mkdir()
+    deep.rename(nested)
+    make_component(repo, "model", "fine")
+    assert run_cr("repo", "add", repo).returncode == 0
+    for _ in range(2):  # the first search (it indexes) and a warm one (the index answers) say the same
+        done = run_cr("find", "model", "--repo", "off")
+        assert done.returncode == 0 and [l.split()[0] for l in done.stdout.splitlines()[1:] if l.strip()] == ["model:fine@1.0.0"], done.stdout
+        warnings = [line for line in done.stderr.splitlines() if line.startswith("Warning:")]
+        assert len(warnings) == 2, done.stderr
+        assert any(str(flat) in w and "one level too shallow for repository 'off'" in w and "move it to model/flat/1.0.0/meta.json" in w for w in warnings), warnings
+        assert any(str(nested) in w and "one level too deep" in w and "<repo>/<kind>/<name>/<version>/meta.json" in w for w in warnings), warnings
+    done = run_cr("check", repo)
+    assert done.returncode == 1 and "2 problem(s)" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "one level too shallow" in done.stdout + done.stderr and "one level too deep" in done.stdout + done.stderr
+
+
+def test_a_name_layout_meta_one_level_too_deep_is_reported(tmp_path, run_cr):
+    repo = make_repo(tmp_path / "acts", "acts", layout="name", kind="dataset")
+    meta = make_component(repo, "dataset", "d")
+    inner = repo / "d" / "1.0.0" / "meta.json"
+    inner.parent.mkdir(parents=True)
+    meta.rename(inner)
+    assert run_cr("repo", "add", repo).returncode == 0
+    done = run_cr("find", "dataset", "--repo", "acts")
+    assert "one level too deep for repository 'acts'" in done.stderr and "<repo>/<name>/meta.json" in done.stderr, done.stderr
+
+
 def test_malformed_metas_are_warnings_naming_the_file(tmp_path, collect):
     repo, bad = make_bad_repo(tmp_path / "mixed")
     api.repo_add(repo)

@@ -90,7 +90,7 @@ def test_list_table(cr, seeded):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
-                                 "THROUGHPUT", "TOP1", "STATUS"]
+                                 "THROUGHPUT", "ACCURACY", "STATUS"]
     by_uid = {line.split()[0]: line for line in lines[1:]}
     assert set(by_uid) == set(seeded)
     assert "solution:digits-ort@1.0.0" in by_uid[uid_of(4)] and "torch/torchscript" in by_uid[uid_of(2)]

@@ -229,6 +229,11 @@ def exclusions(items: list[Item]) -> list[dict]:
             entry["package"] = package
             if source.get("package_version"):
                 entry["package_version"] = source["package_version"]
+            if isinstance(source.get("path"), str):  # the pin: what the package must hold (cr.runtime.pins)
+                entry["path"] = source["path"]
+            if source.get("sha256"):
+                entry["sha256"] = source["sha256"]
+            entry["redistributable"] = not closed
             entry["install"] = f"cr install software:{software}"
         elif url:
             entry["reason"] = f"{what} {'are not redistributable; they ' if closed else ''}are downloaded from {url}"

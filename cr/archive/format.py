@@ -154,7 +154,7 @@ def parse_manifest(data: bytes, where: str) -> dict:
         # printed to the user, with a command to run: only plain text, and only cr install
         if not _plain_excluded(entry):
             raise ArchiveError(f"refused {where}: {MANIFEST} /excluded/{i} is not {{ref, reason, ...}} in plain text, "
-                               f"with install 'cr install software:NAME'", hint=hint)
+                               f"with install 'cr install software:NAME', sha256 64 hex digits, redistributable true or false", hint=hint)
     if not all(isinstance(r, str) for r in manifest.get("results", [])):
         raise ArchiveError(f"refused {where}: {MANIFEST} /results must list paths", hint=hint)
     for name in manifest.get("results", []):
@@ -183,7 +183,7 @@ def parse_json(data: bytes, where: str, name: str, hint: str, constants: bool = 
 
 
 _INSTALL = re.compile(r"^cr install software:[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$")
-_EXCLUDED_TEXT = ("ref", "reason", "install", "homepage", "package", "package_version", "url")
+_EXCLUDED_TEXT = ("ref", "reason", "install", "homepage", "package", "package_version", "url", "path")
 
 
 def _plain_excluded(entry: object) -> bool:
@@ -195,6 +195,8 @@ def _plain_excluded(entry: object) -> bool:
         return False
     texts += files
     if not all(isinstance(t, str) and len(t) <= 2000 and not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in t) for t in texts):
+        return False
+    if "sha256" in entry and not is_sha256(entry["sha256"]) or not isinstance(entry.get("redistributable", True), bool):
         return False
     return "install" not in entry or bool(_INSTALL.match(entry["install"]))
 

@@ -472,6 +472,19 @@ def _extract_one(zf, info: zipfile.ZipInfo, item: dict, tmp: Path, where: str) -
 
 # -- 3. contents ------------------------------------------------------------------------
 
+def _check_pin(entry: dict | None, meta: dict, name: str, where: str) -> None:
+    """A payload pin the manifest records (package, version, path, sha256) is the one the
+    component's meta holds: the manifest is what a reader trusts before unpacking, the meta
+    is what loading checks (cr.runtime.pins); they may not tell two stories."""
+    if not entry or not any(k in entry for k in ("sha256", "path")):
+        return
+    source = meta.get("source") if isinstance(meta.get("source"), dict) else {}
+    for key in ("package", "package_version", "path", "sha256"):
+        if entry.get(key) != source.get(key):
+            raise _entry(where, name, f"pins source.{key} {str(source.get(key))[:80]!r}, but {MANIFEST} /excluded records "
+                                      f"{str(entry.get(key))[:80]!r} for {entry['ref']}: a tampered pin?")
+
+
 def _check_contents(tree: Path, manifest: dict, listed: dict, where: str) -> None:
     """cr-repo.json, every meta and its files' checksums, the lock, the records; and that
     every file belongs to one of them (what cr pack writes, nothing else)."""
@@ -487,10 +500,11 @@ def _check_contents(tree: Path, manifest: dict, listed: dict, where: str) -> Non
         raise _entry(where, REPO_FILE, f"is invalid: {why}")
     if repo_meta.get("name") != manifest["repo"] or repo_meta.get("layout", "kind/name/version") != "kind/name/version":
         raise _entry(where, REPO_FILE, f"must name the repository {manifest['repo']!r} with the default layout")
-    excluded = {}
+    excluded, pinned = {}, {}
     for entry in manifest.get("excluded", []):
         if isinstance(entry, dict) and isinstance(entry.get("ref"), str):
             excluded[entry["ref"]] = set(f for f in entry.get("files", []) if isinstance(f, str))
+            pinned[entry["ref"]] = entry
     for comp in manifest["components"]:
         cpath = comp["path"]
         name = f"{cpath}/meta.json"
@@ -507,6 +521,7 @@ def _check_contents(tree: Path, manifest: dict, listed: dict, where: str) -> Non
             raise _entry(where, name, f"is {ref} uid {meta.get('uid')}, {MANIFEST} says {comp['ref']} uid {comp.get('uid')}")
         if comp.get("sha256") and comp["sha256"] != component_sha256(meta):
             raise _entry(where, name, f"does not match the component sha256 in {MANIFEST}")
+        _check_pin(pinned.get(ref), meta, name, where)
         owned.add(name)
         for rel, sha in sorted((meta.get("files") or {}).items()):
             arc = f"{cpath}/{rel}"

@@ -18,6 +18,23 @@ def _diff(pair: dict) -> str:
     return f"{pair['max_abs_diff']:.3g}"
 
 
+def _rel(value) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
+def _agreement(pair: dict) -> str:
+    """The task's agreement figure of a parity pair: top-1 (classification), pixels of the
+    same class (segmentation), max error in model units (landmarks, regression)."""
+    a = pair.get("agreement")
+    if pair.get("kind") == "detections":  # the share of samples whose boxes agree (cr.runtime.detection_parity)
+        return f"samples {pair['top1_agreement']:.4f}"
+    if a is None:
+        return f"top-1 {pair['top1_agreement']:.4f}" if pair.get("top1_agreement") is not None else ""
+    if a["metric"] == "max_error":
+        return f"max error {a['value']:.3g}"
+    return f"{'top-1' if a['metric'] == 'top1_agreement' else 'pixels'} {a['value']:.4f}"
+
+
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.4f} ms"
 
@@ -166,6 +183,35 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
     conclude(not_stored, lambda: status(record), invalid, lambda: warn_unstable(record["metrics"]))
 
 
+def _save_dir(ctx, param, value):
+    """--save-outputs DIR: a directory or a path that does not exist yet (made absolute: the
+    runtime child writes there)."""
+    if value is None:
+        return None
+    from pathlib import Path
+
+    from ..errors import CRError
+
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise CRError(f"--save-outputs {value} is a file, not a directory",
+                      hint="give a directory, or a path that does not exist yet (it is created)")
+    return str(path.resolve())
+
+
+def _task_prediction(p: dict) -> str:
+    """cr run's text for a segmentation (mask size and class shares), landmarks (the points)
+    or regression (the values)."""
+    if "mask" in p:
+        m = p["mask"]
+        shares = ", ".join(f"{c['class']}{' (' + c['label'] + ')' if c.get('label') else ''} {c['share']:.1%}" for c in m["classes"][:5])
+        return f"mask {'x'.join(map(str, m['shape']))}: {shares}"
+    if "points" in p:
+        return " ".join(f"({', '.join(f'{v:.2f}' for v in pt)})" for pt in p["points"])
+    values = p["values"]
+    return ", ".join(f"{v:.4g}" for v in values[:8]) + (f" ... ({len(values)} values)" if len(values) > 8 else "")
+
+
 @click.command("run")
 @click.argument("ref", nargs=-1, required=True)
 @target_options
@@ -180,6 +226,8 @@ def benchmark(ref, backend, variant, dataset, split, options, lock_file, out, as
 @click.option("--max-frames", type=click.IntRange(min=1), help="--stream: stop after this many frames (camera default 100).")
 @click.option("--strict", is_flag=True, default=None, help="--stream: stop at a frame that cannot be used instead of skipping it.")
 @click.option("--score-threshold", type=click.FloatRange(0, 1), help="--stream, detection: show detections scoring at least this (default 0.5).")
+@click.option("--save-outputs", metavar="DIR", callback=_save_dir,
+              help="Save every raw output of every sample as DIR/NNNNNN_<output>.npy, with DIR/index.json naming shapes and dtypes.")
 def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json, store, install, inputs, **params):
     """Run inference and show decoded predictions: cr run model NAME --backend B [-i FILE].
 
@@ -193,6 +241,10 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
         params["inputs"] = [str(p) for p in inputs]
     from .stream import stream_params
 
+    if params.get("save_outputs") and params.get("stream"):
+        from ..errors import CRError
+
+        raise CRError("--save-outputs does not apply to --stream", hint="save the outputs of dataset samples or --input files")
     params = stream_params(params, bool(inputs))
     ref = parse_ref_words(ref)
     common = dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split)
@@ -220,19 +272,37 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
         for p in record.get("predictions") or []:
             if "detections" in p:
                 shown = "; ".join(f"[{', '.join(f'{v:.3f}' for v in d['box'])}] {d['score']:.3f}" for d in p["detections"]) or "none"
+            elif "mask" in p or "points" in p or "values" in p:
+                shown = _task_prediction(p)
             else:
                 shown = ", ".join(f"{t['class']}{' (' + t['label'] + ')' if t.get('label') not in (None, str(t['class'])) else ''} {t['score']:.3f}" for t in p["top"][:3])
             rows.append([p["id"], "" if p.get("label") is None else p["label"], shown])
         output.table(["SAMPLE", "LABEL", "PREDICTION"], rows, title=f"{record['components'][0]['ref']} on {record['backend']['name']}")
 
     finish(record, out, as_json, table, not_stored)
+    saved = record.get("saved_outputs")
+    if saved and not as_json:
+        click.echo(output.clean(f"outputs: {saved['files']} files of {saved['samples']} samples in {saved['dir']} (index: {saved['index']})"), err=True)
+
+
+def _tolerance(ctx, param, value):
+    """--parity-atol / --parity-rtol: a finite number >= 0, else an Error before anything runs."""
+    if value is None:
+        return None
+    from ..run.parity import check_tolerance
+
+    return check_tolerance(param.name, value)
 
 
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
 @target_options
 @click.option("--parity", metavar="B1,B2[,...]", help="Compare these backends' outputs on the same samples (max abs diff, top-1 agreement).")
-@click.option("--parity-atol", type=float, help="--parity: largest allowed max abs difference (default 1e-4).")
+@click.option("--parity-atol", type=float, callback=_tolerance,
+              help="--parity: absolute tolerance of every output, numpy.allclose(other, reference, rtol, atol) (default 1e-4).")
+@click.option("--parity-rtol", type=float, callback=_tolerance,
+              help="--parity: relative tolerance of every output, |other - reference| <= atol + rtol * |reference| (default 0).")
+@click.option("--seed", type=int, help="--parity of a model without a dataset: seed of the synthetic inputs (default 0).")
 @click.option("--limit", type=int, help="Use at most this many samples.")
 @click.option("--batch-size", type=int, help="Samples per model call.")
 @click.option("--iou-threshold", type=float, help="Detection: IoU for a match (default 0.5).")
@@ -251,6 +321,10 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
 
     parsed = parse_ref_words(ref)
     ref = str(parsed)
+    if not parity:
+        if params.pop("seed", None) is not None:
+            raise CRError("--seed applies to --parity only (the seed of synthetic inputs)",
+                          hint="add --parity B1,B2, or leave --seed out")
     if parsed.kind == "solution" and not parity:
         _solution(ref, "validate", {"validate": params}, out, as_json, store,
                   dict(backend=backend, backend_options=backend_options(options), variant=variant, dataset=dataset, split=split),
@@ -264,15 +338,26 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
         p = record.get("parity") or {}
 
         def table():
-            rows = [[" vs ".join(x["backends"]), x["samples"], _diff(x), f"{x['top1_agreement']:.4f}",
-                     "ok" if x["ok"] else "DIVERGES"] for x in p.get("pairs") or []]
-            output.table(["BACKENDS", "SAMPLES", "MAX ABS DIFF", "TOP-1 AGREEMENT", ""], rows,
-                         title=f"parity of {record['components'][0]['ref']} (tolerance {p.get('tolerance', 0):g})")
+            rows = []
+            for x in p.get("pairs") or []:
+                rows.append([" vs ".join(x["backends"]), x["samples"], _diff(x), _rel(x.get("max_rel_diff")), _agreement(x),
+                             "ok" if x["ok"] else "DIVERGES"])
+                for o in x.get("outputs") or [] if len(x.get("outputs") or []) > 1 else []:
+                    rows.append([f"  {o['name']}", "", _diff(o), _rel(o.get("max_rel_diff")), "",
+                                 "ok" if o["allclose"] else "NOT CLOSE"])
+            inputs = p.get("inputs") or {}
+            fed = (f"synthetic inputs, seed {inputs.get('seed')}" if inputs.get("provider") == "synthetic"
+                   else f"{inputs.get('dataset')} ({inputs.get('split')})" if inputs.get("dataset") else "")
+            output.table(["BACKENDS", "SAMPLES", "MAX ABS DIFF", "MAX REL DIFF", "AGREEMENT", ""], rows,
+                         title=f"parity of {record['components'][0]['ref']} (atol {p.get('atol', p.get('tolerance', 0)):g}, "
+                               f"rtol {p.get('rtol', 0):g}{'; ' + fed if fed else ''})")
 
         finish(record, out, as_json, table)
         if p.get("outcome") != "PASS":
             bad = [x for x in p.get("pairs") or [] if not x["ok"]]
-            detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {_diff(x)}, top-1 agreement {x['top1_agreement']:.4f}"
+            detail = "; ".join(f"{' vs '.join(x['backends'])}: max abs diff {_diff(x)}, {_agreement(x) or 'no agreement figure'}"
+                               + "".join(f", output {o['name']} not within atol {p.get('atol', 0):g} rtol {p.get('rtol', 0):g}"
+                                         for o in x.get("outputs") or [] if not o["allclose"])
                                + (f" (first disagreement: sample {x['disagreements'][0]})" if x["disagreements"] else "") for x in bad)
             raise CRError(f"backends diverge: {detail}", hint="a backend or a model variant differs from the reference; compare each with cr run")
         return
@@ -282,7 +367,8 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
 
     def table():
         rows = [[k, f"{v[k]:.4f}" if isinstance(v[k], float) else v[k]] for k in ("samples", "top1", "top5", "objects", "detections", "recall", "precision", "mean_iou",
-                                                                                    "ap", "ap50", "ap75", "coco_recall") if k in v]
+                                                                                    "ap", "ap50", "ap75", "coco_recall", "miou", "pixel_accuracy",
+                                                                                    "nme", "mean_error", "mae", "rmse", "max_error") if k in v]
         for c in v.get("checks") or []:
             if c["expected"] is not None:
                 rows.append([f"expected {c['metric']}", f"{c['expected']:.4f} +- {c['allowed']:.4f}: {'ok' if c['ok'] else 'OUT OF TOLERANCE'}"])

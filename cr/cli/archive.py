@@ -25,6 +25,13 @@ def _print_excluded(excluded: list[dict], heading: str) -> None:
     for e in excluded:
         how = e.get("install") or (f"see {e['homepage']}" if e.get("homepage") else "obtain them from their owner")
         click.echo(f"  {e['ref']}: {e['reason']} -> {how}")
+        if e.get("sha256"):
+            click.echo(f"    pinned sha256 {e['sha256'][:12]}... of {e.get('path')} in {e.get('package')} {e.get('package_version') or ''}".rstrip())
+        state = e.get("pin_here")
+        if state and state.get("state") == "mismatch":
+            output.warn(f"{state['message']}: loading it will fail")
+        elif state and state.get("state"):
+            click.echo(f"    here: {state['state']}" + (f" ({state['installed_version']})" if state.get("installed_version") else ""))
 
 
 def _reference_lines(paths: list) -> list[str]:
@@ -162,6 +169,9 @@ def unpack(file, into, force, max_entry_size, max_total_size, max_entries, max_r
         max_total_ratio=max_total_ratio,
     )
     info = run_unpack(file, target_repo_dir=into, limits=limits, force=force)
+    from ..run.pins import archive_pins
+
+    archive_pins(info)  # each pinned payload checked against what is installed here
     if as_json:
         output.emit_json(info)
         return

@@ -38,6 +38,9 @@ def _summary_rows(record: dict) -> list[list]:
         if hop.get("max_abs_diff") is not None:
             text += f", max |diff| {hop['max_abs_diff']:.3g}"
         rows.append([f"hop {i + 1}: {hop.get('hop')}", text])
+    from ..run.quantreport import rows as quantisation_rows
+
+    rows += quantisation_rows(record)
     rows.append(["duration", f"{record['duration_s']:.2f} s"])
     return rows
 
@@ -49,7 +52,11 @@ def _summary_rows(record: dict) -> list[list]:
 @click.option("--precision", type=click.Choice(["fp32", "int8"]), help="Output precision (default fp32).")
 @click.option("--quantization", type=click.Choice(["dynamic", "static"]),
               help="int8: dynamic (no data) or static (calibrated); default dynamic for onnx, static for tflite.")
-@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; its train split).")
+@click.option("--dataset", help="Dataset for calibration (default: the model's dataset; the split validation does not "
+                                 "judge, see --calibration).")
+@click.option("--calibration", metavar="SPLIT|DATASET_REF",
+              help="int8: calibrate on this split of the dataset (train, test, all) or on another dataset "
+                   "(dataset:NAME); default: the split validation does not judge. The report names the overlap.")
 @click.option("--calibration-samples", type=int, help="Samples that calibrate static quantisation (default 100).")
 @click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Conversion option (repeatable), e.g. -O level=all, -O opset=17, -O per_channel=false.")

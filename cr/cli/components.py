@@ -38,8 +38,13 @@ def show(ref, no_verify, repo, as_json):
     info = api_show(parsed, verify=not no_verify, prefer_repo=repo)
     if repo is not None and info["repo"] != repo:
         raise NotFound(f"repository {repo!r} holds no {parsed}", hint=f"cr find {parsed.kind} --repo {repo} lists what it holds")
+    if parsed.kind == "model":
+        from ..run.pins import show_pin
+
+        info["payload"] = show_pin(info, verify=not no_verify)  # None: not from a registry package
     if as_json:
         output.emit_json(info)
+        _refuse_mismatched_payload(info)
         return
     click.echo(f"{info['ref']}  (uid {info['uid']})")
     click.echo(f"repo:  {info['repo']}")
@@ -52,6 +57,10 @@ def show(ref, no_verify, repo, as_json):
         for f in info["files"]:
             mark = {"ok": "ok", "missing": "MISSING", "mismatch": "MISMATCH"}[f["status"]]
             click.echo(f"file:  {f['path']}  sha256 {mark}")
+    if info.get("payload"):
+        from ..runtime.pins import describe
+
+        click.echo(f"payload: {info['payload']['path']} from package {info['payload']['package']}: {describe(info['payload'])}")
     click.echo("meta:")
     click.echo(json.dumps(info["meta"], indent=2, ensure_ascii=False))
     if "files" in info and not info["verified"]:
@@ -59,6 +68,16 @@ def show(ref, no_verify, repo, as_json):
 
         bad = [f["path"] for f in info["files"] if f["status"] != "ok"]
         raise CRError(f"{info['ref']}: {len(bad)} file(s) fail verification: {', '.join(bad)}", hint=f"cr check {info['ref']} gives details")
+    _refuse_mismatched_payload(info)
+
+
+def _refuse_mismatched_payload(info: dict) -> None:
+    """After showing it: a package-sourced file that is not the pinned one is exit 1."""
+    payload = info.get("payload") or {}
+    if payload.get("state") == "mismatch":
+        from ..runtime.pins import PinMismatch, mismatch_hint
+
+        raise PinMismatch(payload["message"], hint=mismatch_hint(payload, info["ref"]))
 
 
 @click.command()
@@ -106,6 +125,11 @@ def check(target, as_json):
             click.echo(str(p))
         for p in report.warnings:
             output.warn(str(p))
+        if report.payloads:
+            from ..runtime.pins import describe
+
+            for state in report.payloads:
+                click.echo(f"payload of {state['ref']}: {state['path']} from package {state['package']}: {describe(state)}", err=True)
         warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
         click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)") + warned, err=True)
     if not report.ok:
@@ -116,7 +140,10 @@ def check(target, as_json):
 @click.argument("target", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def hash_(target, as_json):
-    """Record the sha256 of every file of a component in its meta (REF, KIND NAME or a directory)."""
+    """Record the sha256 of every file of a component in its meta (REF, KIND NAME or a directory).
+
+    A model whose file comes from a registry package (source.package) gets that file's
+    sha256 and the installed package version pinned in source; loading checks them."""
     from ..api import rehash
     from ..store.refs import parse_ref_words
 
@@ -128,7 +155,11 @@ def hash_(target, as_json):
     for key in ("added", "changed", "removed"):
         for rel in result[key]:
             click.echo(f"{key:8} {rel}")
-    if not any(result[k] for k in ("added", "changed", "removed")):
+    pin = result.get("pinned")
+    if pin:
+        click.echo(f"{'pinned' if result['pin_changed'] else 'pin ok':8} {pin['path']} from package {pin['package']} "
+                   f"{pin.get('package_version') or '(no version)'}: sha256 {pin['sha256']}")
+    if not any(result[k] for k in ("added", "changed", "removed", "pin_changed")):
         click.echo(f"{result['meta_path']}: files already up to date", err=True)
     else:
         click.echo(f"updated {result['meta_path']}", err=True)

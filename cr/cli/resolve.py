@@ -40,7 +40,7 @@ def resolve(ref, python, out, platform_root, as_json):
         click.echo("needs install: " + ", ".join(result["missing"]) + "  (cr install software NAME)", err=True)
 
 
-def _run_in(ref_or_lock: str, command: list[str], python: str | None) -> int:
+def _run_in(ref_or_lock: str | list[str], command: list[str], python: str | None) -> int:
     import subprocess  # only here: keeps the CLI's start-up (every command) lighter
 
     from ..api import env_for
@@ -54,23 +54,38 @@ def _run_in(ref_or_lock: str, command: list[str], python: str | None) -> int:
         raise CRError(f"command not found: {command[0]}", hint="check the command name and the PATH the lock composes (cr resolve --json)") from None
 
 
+def _names_a_target(word: str) -> bool:
+    """A ref (kind:name...) or a lock file: what may stand before `--` in cr env exec."""
+    return ":" in word or os.path.isfile(word)
+
+
 @click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.argument("target")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("words", metavar="TARGET [TARGET ...] -- COMMAND", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.option("--python", "python", help="Interpreter to resolve for.")
-def exec_(target, command, python):
-    """Run COMMAND inside what TARGET (a ref or a lock file) needs: cr env exec REF -- CMD ARGS."""
-    command = list(command)
-    if command and command[0] == "--":
-        command = command[1:]
+def exec_(words, python):
+    """Run COMMAND inside what each TARGET (a ref or a lock file) needs, composed in order:
+    cr env exec REF [REF ...] -- CMD ARGS.
+
+    Every target's software is on PATH, PYTHONPATH, ... (the first target's first); two
+    targets that need the same software at different versions are an error. Without --,
+    the first word is the one target and the rest the command."""
+    words = list(words)
+    cut = words.index("--") if "--" in words else None
+    if cut is not None and (cut == 0 or all(_names_a_target(w) for w in words[:cut])):
+        targets, command = words[:cut], words[cut + 1:]
+    else:  # REF CMD ARGS (a "--" further on belongs to the command)
+        targets, command = words[:1], words[1:]
+    if not targets:
+        raise click.UsageError("give at least one TARGET before --")
     if not command:
         raise click.UsageError("give a command to run after --")
-    sys.exit(_run_in(target, command, python))
+    sys.exit(_run_in(targets if len(targets) > 1 else targets[0], command, python))
 
 
 @click.command()
-@click.argument("target")
+@click.argument("targets", metavar="TARGET [TARGET ...]", nargs=-1, required=True)
 @click.option("--python", "python", help="Interpreter to resolve for.")
-def shell(target, python):
-    """Start your $SHELL inside what TARGET (a ref or a lock file) needs."""
-    sys.exit(_run_in(target, [os.environ.get("SHELL", "/bin/sh")], python))
+def shell(targets, python):
+    """Start your $SHELL inside what each TARGET (a ref or a lock file) needs, composed in order."""
+    targets = list(targets)
+    sys.exit(_run_in(targets if len(targets) > 1 else targets[0], [os.environ.get("SHELL", "/bin/sh")], python))

@@ -130,10 +130,18 @@ def list_(as_json, **filters):
     table = [[
         r["uid"], _when(r["started"]), r["action"], _target(r), _stack(r), _setting(r), _origin(r),
         r["platform_description"], duration_text(r["p50_ns"]), duration_text(r["p99_ns"]),
-        throughput_text(r["throughput_sps"], r["throughput_qps"]), _number(r["top1"]), _status(r),
+        throughput_text(r["throughput_sps"], r["throughput_qps"]), _accuracy(r), _status(r),
     ] for r in rows]
     output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
-                  "THROUGHPUT", "TOP1", "STATUS"], table, empty="no stored results match")
+                  "THROUGHPUT", "ACCURACY", "STATUS"], table, empty="no stored results match")
+
+
+def _accuracy(row: dict) -> str:
+    """top-1 as a bare number (classification), else the task's headline metric named
+    (miou 0.9270, nme 0.0700, rmse 53.4761)."""
+    if row.get("top1") is not None or row.get("task_metric") is None or row.get("task_value") is None:
+        return _number(row.get("top1"))
+    return f"{row['task_metric']} {row['task_value']:.4f}"
 
 
 @results.command()
@@ -232,7 +240,7 @@ def _metric_rows(record: dict) -> list[list]:
 
     rows += sustained_rows(metrics)  # a --sustained run: its verdict, rules and curve
     validation = record.get("validation") or {}
-    for key in ("top1", "top5", "recall", "precision", "mean_iou"):
+    for key in ("top1", "top5", "recall", "precision", "mean_iou", "miou", "pixel_accuracy", "nme", "mean_error", "mae", "rmse"):
         if isinstance(validation.get(key), (int, float)):
             rows.append([key, f"{validation[key]:.4f}"])
     if validation.get("outcome"):

@@ -85,6 +85,11 @@ def init(kind, source, model, dataset, backend, variant, options, scenarios, ver
     output.table(["SOFTWARE", "VERSION", "ORIGIN"], rows, title=f"{report['solution']} is ready ({report['seconds']:.2f} s)")
     if report["archive"]:
         click.echo(f"unpacked {report['archive'].get('archive')} into {report['archive'].get('target')}")
+    if report.get("payload"):
+        from ..runtime.pins import describe
+
+        p = report["payload"]
+        click.echo(f"payload: {p['path']} from package {p['package']}: {describe(p)}")
     if report["compiled"]:
         c = report["compiled"]
         click.echo(f"compiled: {c['ref']}" + (" (now)" if c["created"] else " (already present)"))

@@ -44,7 +44,7 @@ from . import records
 from .leaderboard import Leaderboard
 
 # Bump when records.py writes different detail files or summaries: what older builds left is then redone.
-CACHE_FORMAT = 4  # 3: rows carry their configuration and dataset; 4: and detection AP
+CACHE_FORMAT = 5  # 3: rows carry their configuration and dataset; 4: and detection AP; 5: and the tasks' metrics
 CACHE_FILE = ".cr-dashboard.json"  # marks a folder as a dashboard cr built, and what it copied there
 STATE_DIR = ".cr-dashboard"  # <bundle>.json: the files of each bundle at the last build
 LOCK_FILE = "build.lock"  # in STATE_DIR: held by the build writing into the folder

@@ -498,6 +498,13 @@ TABLE = (
     Field("study_mark", "text", lambda p: _study_mark(p.study), runs=True),
     Field("setting", "text", lambda p: _setting(p) if _in_study(p) else "", runs=True),
     Field("figures", "id", lambda p: _figures(p) if _in_study(p) else "", runs=True),
+    # segmentation, landmarks, regression: their validation metrics (cr.runtime.tasks, docs/tasks.md)
+    Field("miou", "number", lambda p: _num(p.validation.get("miou")), row="validate"),
+    Field("pixel_accuracy", "number", lambda p: _num(p.validation.get("pixel_accuracy")), row="validate"),
+    Field("nme", "number", lambda p: _num(p.validation.get("nme")), row="validate"),
+    Field("mean_error", "number", lambda p: _num(p.validation.get("mean_error")), row="validate"),
+    Field("mae", "number", lambda p: _num(p.validation.get("mae")), row="validate"),
+    Field("rmse", "number", lambda p: _num(p.validation.get("rmse")), row="validate"),
 )
 FIELDS = tuple(f.name for f in TABLE)
 F = {name: i for i, name in enumerate(FIELDS)}

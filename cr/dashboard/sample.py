@@ -169,13 +169,19 @@ def latencies(median_ns: float, count: int, rng: random.Random) -> list[int]:
     return out
 
 
-def write_store(folder, results: int, *, samples: int = 1024, seed: int = 0, profiles: int = 64) -> int:
+def write_store(folder, results: int, *, samples: int = 1024, seed: int = 0, profiles: int = 64,
+                side_files: bool = True) -> int:
     """Write `results` record files (half benchmark, half validate; one pair per configuration).
 
     Fast enough for 100,000 files (seconds): a few dozen records are serialised once
     and copied with their model name, uid and time changed. Each file is indented like
-    the files cr writes. Returns the number of files written.
+    the files cr writes, and a benchmark record's raw latencies lie beside it in
+    <uid>.latencies.i64 as the results store keeps them (side_files=False: inline in the
+    JSON, the shape of a record written by hand or by an older cr). Returns the number of
+    record files written.
     """
+    from ..results.latencies import SIDE_SUFFIX, encode, side_raw
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -189,14 +195,18 @@ def write_store(folder, results: int, *, samples: int = 1024, seed: int = 0, pro
         median = 20_000 * factor * (12 if platform is PI4 else 1) * rng.uniform(0.7, 1.4)
         bench = benchmark_record("@@MODEL@@", backend, variant, precision, platform, latencies(median, samples, rng),
                                  uid="@@UID@@", started="@@TIME@@")
+        blob = None
+        if side_files:
+            blob = encode(bench["raw"]["latencies_ns"])
+            bench["raw"] = side_raw(blob, "@@UID@@" + SIDE_SUFFIX)
         top1 = round(rng.uniform(0.90, 0.99) - (0.01 if precision == "int8" else 0.0), 4)
         val = validate_record("@@MODEL@@", backend, variant, precision, platform, top1, uid="@@UID@@", started="@@TIME@@")
-        templates.append((json.dumps(bench, indent=2) + "\n", json.dumps(val, indent=2) + "\n"))
+        templates.append((json.dumps(bench, indent=2) + "\n", json.dumps(val, indent=2) + "\n", blob))
     written = 0
     configs = (results + 1) // 2
     for c in range(configs):
         pairs = len(combos) * len(platforms)
-        bench_text, val_text = templates[(c % pairs) + pairs * ((c // pairs) % (len(templates) // pairs))]
+        bench_text, val_text, blob = templates[(c % pairs) + pairs * ((c // pairs) % (len(templates) // pairs))]
         # configuration c: model c // 8 with the c % 8-th backend/variant/platform combination
         model = f"model-{c // (len(combos) * len(platforms)):05d}"
         for k, text in enumerate((bench_text, val_text)):
@@ -208,6 +218,8 @@ def write_store(folder, results: int, *, samples: int = 1024, seed: int = 0, pro
             sub = folder / uid[:2]
             if not sub.is_dir():
                 sub.mkdir()
+            if k == 0 and blob is not None:
+                (sub / f"{uid}{SIDE_SUFFIX}").write_bytes(blob)
             (sub / f"{uid}.json").write_text(data, encoding="utf-8")
             written += 1
     return written

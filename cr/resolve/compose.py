@@ -79,6 +79,40 @@ def compose(lock: dict, base: dict | None = None) -> dict:
     return env
 
 
+def merge(locks: list[dict]) -> dict:
+    """One lock holding the software of several (in order: the first target's exports come
+    first on every path list), for `cr env exec TARGET TARGET ... -- CMD`.
+
+    The same software at one version in two locks is kept once (the first's entry); at two
+    versions, or two targets locked for different interpreters, it is a CRError naming both
+    targets and both versions: no environment can hold both, and picking one silently would
+    run the other target against software it was not resolved with."""
+    roots = [str(lk.get("root") or "?") for lk in locks]
+    interpreters = {lk.get("interpreter") for lk in locks}
+    if len(interpreters) > 1:
+        raise CRError(f"{' and '.join(roots)} are locked for different interpreters: {', '.join(sorted(map(str, interpreters)))}",
+                      hint="resolve them for one interpreter: cr env exec --python PATH TARGET ... -- CMD")
+    seen: dict[str, tuple[str, dict]] = {}
+    software, missing = [], []
+    for root, lk in zip(roots, locks):
+        for sw in lk.get("software") or ():
+            if not isinstance(sw, dict) or not isinstance(sw.get("name"), str):
+                raise CRError(f"the lock of {root} has a software entry without a name", hint="re-create it with cr resolve REF -o FILE")
+            first = seen.get(sw["name"])
+            if first is None:
+                seen[sw["name"]] = (root, sw)
+                software.append(sw)
+            elif str(first[1].get("version")) != str(sw.get("version")):
+                raise CRError(
+                    f"{first[0]} needs {sw['name']} {first[1].get('version')} and {root} needs {sw['name']} {sw.get('version')}: "
+                    "one environment cannot hold both",
+                    hint=f"run them apart (cr env exec {first[0]} -- CMD; cr env exec {root} -- CMD), "
+                         f"or align what they require of {sw['name']}")
+        missing += [m for m in (lk.get("missing") or ()) if m not in missing]
+    return {"root": ", ".join(roots), "roots": roots, "interpreter": locks[0].get("interpreter"),
+            "software": software, "missing": missing, "status": "needs-install" if missing else "ready"}
+
+
 def missing_paths(lock: dict) -> list[str]:
     """Prefixes/locations the lock relies on that no longer exist (the lock is stale then)."""
     gone = []

@@ -70,9 +70,10 @@ def lock(ref: str, python: str | None = None, output: str | Path | None = None, 
     return result
 
 
-def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, dict]:
-    """(lock, environment variables) to run a command inside what ref needs; a lock file works too."""
-    from .compose import compose, missing_paths
+def lock_for(ref_or_lock: str | Path, python: str | None = None) -> dict:
+    """The lock of what ref needs here (resolved or reused); a lock file works too (checked:
+    its prefixes still exist, its exports are this machine's)."""
+    from .compose import missing_paths
     from .lock import load_lock
 
     path = Path(str(ref_or_lock))
@@ -82,8 +83,23 @@ def env_for(ref_or_lock: str | Path, python: str | None = None) -> tuple[dict, d
         if gone:
             raise CRError(f"lock {path} refers to software that is gone: {gone[0]}", hint=f"re-resolve: cr resolve {the_lock['root']}")
         refuse_foreign(the_lock, path)
+        return the_lock
+    return lock(str(ref_or_lock), python=python)
+
+
+def env_for(ref_or_lock: str | Path | list | tuple, python: str | None = None) -> tuple[dict, dict]:
+    """(lock, environment variables) to run a command inside what ref needs; a lock file works too.
+
+    Several targets (a list of refs and lock files) are composed in order into one lock
+    (cr.resolve.compose.merge: the same software at two versions is a CRError naming both
+    targets), whose environment holds every target's software."""
+    from .compose import compose, merge
+
+    if isinstance(ref_or_lock, (list, tuple)):
+        locks = [lock_for(target, python) for target in ref_or_lock]
+        the_lock = merge(locks) if len(locks) > 1 else locks[0]
     else:
-        the_lock = lock(str(ref_or_lock), python=python)
+        the_lock = lock_for(ref_or_lock, python)
     return the_lock, compose(the_lock)
 
 

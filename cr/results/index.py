@@ -22,15 +22,15 @@ from .summary import COLUMNS, since_utc
 
 INDEX_FILE = "index.sqlite"
 # another format: the index is dropped and rebuilt from the files (3: one platform label;
-# 4: the configuration columns, campaign job and study)
-INDEX_FORMAT = "4"
+# 4: the configuration columns, campaign job and study; 5: a task's headline metric)
+INDEX_FORMAT = "5"
 
 ROW = ("uid", "file", "mtime_ns", "size", "action", "status", "started", "ended", "solution", "solution_name",
        "model", "model_name", "dataset", "dataset_name", "split", "backend", "variant", "precision", "threads",
        "batch_size", "pipeline", "platform", "platform_description", "scenario", "p50_ns", "p99_ns", "throughput_qps",
-       "throughput_sps", "top1", "top5", "outcome", "validity", "samples", "error", "campaign", "campaign_job",
+       "throughput_sps", "top1", "top5", "task_metric", "task_value", "outcome", "validity", "samples", "error", "campaign", "campaign_job",
        "study", "trial")
-_REAL = ("p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5")
+_REAL = ("p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5", "task_value")
 _INTEGER = ("samples", "threads", "batch_size")
 SUMMARY_SELECT = ", ".join(COLUMNS)
 UPSERT = f"INSERT OR REPLACE INTO results ({', '.join(ROW)}) VALUES ({', '.join('?' * len(ROW))})"

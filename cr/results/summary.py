@@ -35,9 +35,22 @@ from dataclasses import dataclass
 COLUMNS = (
     "uid", "action", "status", "started", "ended", "solution", "model", "dataset", "split", "backend",
     "variant", "precision", "threads", "batch_size", "pipeline", "platform", "platform_description", "scenario",
-    "p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5", "outcome", "validity", "samples", "error",
-    "campaign", "campaign_job", "study", "trial", "file",
+    "p50_ns", "p99_ns", "throughput_qps", "throughput_sps", "top1", "top5", "task_metric", "task_value", "outcome",
+    "validity", "samples", "error", "campaign", "campaign_job", "study", "trial", "file",
 )
+# The headline metric of a validation of each task beyond classification and detection
+# (cr.runtime.tasks; docs/tasks.md), in the order looked for: the task_metric and
+# task_value columns hold it where classification has top1.
+TASK_METRICS = {"segmentation": ("miou",), "landmarks": ("nme", "mean_error"), "regression": ("rmse",)}
+
+
+def task_metric(validation) -> tuple[str | None, float | None]:
+    """(name, value) of a validation's headline metric for its task, or (None, None)."""
+    for name in TASK_METRICS.get(_get(validation, "task", kind=str), ()):
+        value = _number(validation, name)
+        if value is not None:
+            return name, value
+    return None, None
 
 
 def _get(data, *path, kind=None):
@@ -227,7 +240,8 @@ FIELDS = (
 MEASUREMENT = frozenset((
     "min_duration_s", "min_queries", "warmup_queries", "seed", "input_pool", "timeout_s", "max_duration_s",
     "warmup_max_s", "warmup_until_stable", "warmup_window", "warmup_threshold", "warmup_max_queries", "fidelity",
-    "keep_outputs", "parity_atol", "samples", "warmup", "system_interval_ms", "top", "stream", "annotate",
+    "keep_outputs", "parity_atol", "parity_rtol", "synthetic_seed", "save_outputs", "samples", "warmup",
+    "system_interval_ms", "top", "stream", "annotate",
     "require_placement",  # a check on where the model runs (cr.runtime.placement), not a setting of the run
 ))
 FIELD = {f.key: f for f in FIELDS}
@@ -462,6 +476,8 @@ def summarize(record: dict) -> dict:
         "throughput_sps": _number(metrics, "throughput", "samples_per_s"),
         "top1": _number(validation, "top1"),
         "top5": _number(validation, "top5"),
+        "task_metric": task_metric(validation)[0],
+        "task_value": task_metric(validation)[1],
         "outcome": outcome,
         "validity": _get(metrics, "validity", kind=str),
         "samples": samples,

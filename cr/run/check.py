@@ -18,8 +18,12 @@ from ..store.meta import Problem
 
 def check(target: str | Path | None = None) -> CheckReport:
     """Validate metas and checksums (everything, a path or a ref), then warn about model
-    formats that no registered backend loads and no converter reads."""
+    formats that no registered backend loads and no converter reads, and check the pins of
+    package-sourced model files against what is installed (cr.run.pins)."""
+    from .pins import check_pins
+
     report = check_store(target)
+    report.payloads = check_pins([meta_path for meta_path, _, _ in report.model_formats], report.problems, report.warnings)
     if report.model_formats:
         loads = registry.formats()
         for meta_path, pointer, fmt in report.model_formats:

@@ -54,7 +54,7 @@ from ..runtime.actions import compile as conversions
 from ..runtime.actions import convgraph
 from ..runtime.job import Job
 from ..results import record as records
-from . import launch
+from . import launch, quantreport
 from .target import merged_params
 from .hooks import ActionHost
 
@@ -148,8 +148,9 @@ def compile_model(
     conversion's tools: compile_requirements), made on the way; install=True installs
     what is missing, else one error names the command that does.
 
-    params: precision, quantization, dataset, calibration_samples, options (the -O dict),
-    seed, timeout_s, allow_degraded (see actions/compile/meta.json).
+    params: precision, quantization, dataset, calibration (a split or a dataset ref:
+    cr.run.quantreport), calibration_samples, options (the -O dict), seed, timeout_s,
+    allow_degraded (see actions/compile/meta.json).
 
     A check of the output against its source below its threshold (fp32: max abs diff above
     -O atol; int8: top-1 agreement below -O min_top1_agreement) fails the compile: status
@@ -200,8 +201,13 @@ class CompileHost(ActionHost):
             raise Conflict(f"model:{model['name']}@{version} already exists in the local repo ({final_dir})",
                            hint="give --force to replace it, or --version to choose another version")
         what = f"{to} {the_plan['precision']}" + (f" ({the_plan['quantization']} quantisation)" if the_plan["quantization"] else "")
-        ds = _dataset(model["meta"], params.get("dataset") or run.dataset, the_plan["needs_dataset"], what)
-        split = ("train" if ds["meta"].get("split_by") else "all") if ds is not None else None
+        given_ds = params.get("dataset") or run.dataset  # --calibration SPLIT|DATASET_REF: cr.run.quantreport
+        given_ds = quantreport.calibration_ref(params.get("calibration"), given_ds) or given_ds
+        ds = _dataset(model["meta"], given_ds, the_plan["needs_dataset"], what)
+        split = quantreport.calibration_split(ds, params.get("calibration"), model["meta"])
+        if the_plan["precision"] == "int8":  # what validation judges: calibration's overlap with it is measured
+            run.state["evaluation"] = quantreport.evaluation(model["meta"])
+        quantreport.check_trust([ds, (run.state.get("evaluation") or {}).get("ds")], f"compiling {model['ref']}")
         run.target = Target(model, model, source, None, {}, ds, split)
         run.params = params
         run.state.update(plan=the_plan, version=version, final_dir=final_dir, source=source)
@@ -218,7 +224,8 @@ class CompileHost(ActionHost):
             from ..resolve.compose import compose
             from .target import model_lock
 
-            needs = compile_requirements(source.get("format"), to) + tuple(run.state["plan"].get("software") or ())
+            needs = compile_requirements(source.get("format"), to, run.state["plan"]["precision"])
+            needs += tuple(run.state["plan"].get("software") or ())  # every hop's tools (a chain of hops)
             the_lock = model_lock(model["ref"], tuple(dict.fromkeys(needs)), f"compiling to {to}", run.install)
             if the_lock is not None:
                 python, env = the_lock["interpreter"], compose(the_lock)
@@ -238,13 +245,16 @@ class CompileHost(ActionHost):
     def before_launch(self, run, job, record: dict) -> None:
         the_plan, params, ds = run.state["plan"], run.params, run.target.dataset
         record.update(output=None, conversion=the_plan["conversion"], checks=None, failed_checks=None, tools=None,
-                      duration_s=None)
+                      duration_s=None, quantization=None)
         run.state["clock"] = time.monotonic()
         run.state["out_dir"] = out_dir = str(launch.work_dir("compile"))  # CR_HOME/tmp/compile-<pid>-*: swept if cr is killed
         job.out_dir, job.out_file = out_dir, file_name(run.target.model["name"], the_plan["label"], params["to"])
         counterpart = run.state.get("counterpart")
         job.params = {**params, "precision": the_plan["precision"], "quantization": the_plan["quantization"],
                       "options": the_plan["options"], **({"counterpart": counterpart} if counterpart else {})}
+        evaluation = run.state.get("evaluation")
+        if evaluation:
+            job.params["evaluation"] = Job.component(evaluation["ds"], split=evaluation["split"])
         # optional: without calibration it only feeds the checks, which fall back to synthetic inputs
         job.dataset = Job.component(ds, split=run.target.split, limit=int(params["calibration_samples"]),
                                     optional=not the_plan["needs_dataset"]) if ds is not None else None
@@ -252,6 +262,7 @@ class CompileHost(ActionHost):
     def after_child(self, run, record: dict, result: dict) -> None:
         the_plan, params = run.state["plan"], run.params
         record["output"] = None  # the child's file becomes the record's output once registered
+        quantreport.attach(record, result, f"model:{run.target.model['name']}@{run.state['version']}")
         failed = list(result.get("failed_checks") or [])
         record["failed_checks"] = failed if record["status"] == "ok" else None
         if record["status"] == "ok" and failed and not params.get("allow_degraded"):
@@ -401,11 +412,12 @@ def _add_component(model: dict, source: dict, result: dict, version: str, final_
             "format": meta["format"], "precision": meta["precision"], "file": produced["file"], "files": files}
 
 
-def compile_requirements(source_format: str | None, to: str) -> tuple[str, ...]:
+def compile_requirements(source_format: str | None, to: str, precision: str | None = None) -> tuple[str, ...]:
     """The software a conversion from source_format to `to` needs: the runtime's numpy, the
     framework that reads the source and the one that runs the output (the checks run it:
     the backends that declare those formats), and the converters (the onnx package for an
-    ONNX output or an ONNX quantisation; onnxscript for torch's exporter)."""
+    ONNX output or an ONNX quantisation; onnxscript for torch's exporter; sympy for an int8
+    ONNX output: onnxruntime's quant_pre_process needs it for symbolic shape inference)."""
     needs = list(registry.RUNTIME_REQUIRES)
     for fmt in (source_format, to):
         entry = registry.native_backend(fmt) if fmt else None
@@ -420,6 +432,8 @@ def compile_requirements(source_format: str | None, to: str) -> tuple[str, ...]:
             needs.append("software:onnxscript")
         if source_format == "tf-frozen-graph":
             needs.append("software:tf2onnx")
+        if precision == "int8":
+            needs.append("software:sympy")
     return tuple(dict.fromkeys(needs))
 
 
@@ -496,7 +510,9 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
         "created": records.now(),
     }
     if ds is not None:
-        provenance["calibration_dataset"] = {"ref": ds["ref"], "uid": ds["uid"]}
+        provenance["calibration_dataset"] = {"ref": ds["ref"], "uid": ds["uid"], **quantreport.provenance_calibration(result)}
+    if result.get("quantization"):
+        provenance["quantization"] = result["quantization"]
     if source.get("expected"):
         margin = float((result.get("options") or {}).get("expected_margin") or 0.0)
         if precision == "int8" and (source.get("precision") or "fp32") == "int8":

@@ -5,12 +5,18 @@
 
 parity() runs the validate action once per backend on the same samples (each in its own
 child, keeping raw outputs), then compares them in one more child (numpy is never
-imported in `cr`): max abs difference of the first output and top-1 agreement, per pair
-against the first backend. It fails (outcome FAIL) when any pair differs by more than
-``parity_atol`` (default 1e-4) or disagrees on a top-1.
+imported in `cr`): every output by name, per pair against the first backend, within
+numpy.allclose(other, reference, rtol=``parity_rtol`` (default 0), atol=``parity_atol``
+(default 1e-4)), with the max abs and max relative difference of each, and the task's
+agreement (top-1 for classification, pixels of the same class for segmentation, the max
+error in model units for landmarks and regression: cr.runtime.tasks). A model without a
+dataset is fed ``synthetic_samples`` seeded synthetic inputs drawn from its declared input
+specs (``seed``, default 0). It fails (outcome FAIL) when any output of any pair is not
+close, or classes disagree.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..errors import CRError
@@ -38,7 +44,14 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
         raise CRError("--parity needs two or more backends", hint="e.g. --parity onnxruntime,torch,tflite")
     started = records.now()
     params = {**{k: v for k, v in (params or {}).items() if v is not None}, "keep_outputs": True}
+    for name in ("parity_atol", "parity_rtol"):
+        if name in params:
+            params[name] = check_tolerance(name, params[name])
     targets = {b: prepare(ref, "validate", b, variant, dataset, split, backend_options) for b in backends}
+    if next(iter(targets.values())).dataset is None:  # a benchmark-only model: seeded synthetic inputs
+        params["synthetic_seed"] = int(params.pop("seed", 0) or 0)
+    else:
+        params.pop("seed", None)
     runs, members, components, first_lock = {}, [], {}, None
     for b, target in targets.items():
         rec = run_action("validate", ref, backend=b, params=params, lock=lock, target=target, store=False, install=install)
@@ -54,20 +67,39 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
                            {"status": "failed", "error": {**(rec.get("error") or {}), "message": f"{b}: {(rec.get('error') or {}).get('message')}"}},
                            members, output)
         runs[b] = rec.pop("outputs")
+        runs_inputs = rec.get("inputs")
     first = next(iter(targets.values()))
     python, env = (first_lock["interpreter"], compose(first_lock)) if first_lock else (None, None)
     result, _ = launch.run_job(Job(entry=COMPARE_ENTRY, action="validate", runs=runs,
-                                   params={"parity_atol": params.get("parity_atol", 1e-4)}), python=python, env=env, timeout=600)
+                                   params={"parity_atol": params.get("parity_atol", 1e-4),
+                                           "parity_rtol": params.get("parity_rtol", 0.0)}), python=python, env=env, timeout=600)
     rec = records.new("validate", list(components.values()), {"name": ",".join(backends), "info": None},
                       {"parity": backends, **{k: v for k, v in params.items() if k != "keep_outputs"},
                        "dataset": first.dataset["ref"] if first.dataset else None, "split": first.split}, None, started)
+    if result.get("parity") is not None:
+        result["parity"]["inputs"] = runs_inputs
     return _finish(rec, result, members, output)
+
+
+def check_tolerance(name: str, value) -> float:
+    """A parity tolerance as a float: CRError naming the option for a negative, NaN or
+    infinite one (numpy.allclose would take them, and then pass or fail everything)."""
+    option = "--" + name.replace("_", "-")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise CRError(f"{option} {value!r} is not a number", hint=f"give {option} a number >= 0, e.g. 1e-5") from None
+    if math.isnan(number) or math.isinf(number) or number < 0:
+        raise CRError(f"{option} is {value}, expected a finite number >= 0",
+                      hint=f"give {option} a number >= 0, e.g. {option} 1e-5 (numpy.allclose semantics)")
+    return number
 
 
 def _summary(validation: dict | None) -> dict | None:
     if not validation:
         return None
-    return {k: validation.get(k) for k in ("outcome", "top1", "top5", "recall", "mean_iou", "samples") if k in validation}
+    return {k: validation.get(k) for k in ("outcome", "top1", "top5", "recall", "mean_iou", "miou", "pixel_accuracy",
+                                                       "nme", "mean_error", "mae", "rmse", "samples") if k in validation}
 
 
 def _finish(rec: dict, result: dict, members: list, output) -> dict:

@@ -19,6 +19,7 @@ solution's lock.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -272,6 +273,7 @@ def init(source: str, offline: bool = False, trust: bool = False) -> dict:
     plan.consent(ref, trust, f"setting up {ref}", _code_items(sol))
     result = plan.install_missing(ref, offline=offline)
     the_lock = result["lock"]
+    payload = check_payload(sol, the_lock)
     compiled = None
     target = compiled_ref(sol["meta"], sol["repo"])
     if target is not None:
@@ -287,10 +289,38 @@ def init(source: str, offline: bool = False, trust: bool = False) -> dict:
         "software": [{"name": s["name"], "version": s["version"], "origin": s["origin"],
                       "installed_now": s["name"] in {e["name"] for e in result["installed"]}} for s in the_lock["software"]],
         "installed": [e["name"] for e in result["installed"]],
+        "payload": payload,
         "compiled": compiled,
         "lock": the_lock.get("path"),
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+def check_payload(sol: dict, the_lock: dict) -> dict | None:
+    """The pin state of the solution's model file when it comes from a registry package,
+    looked for where the lock puts it (its PYTHONPATH first): a file that is not the pinned
+    one is PinMismatch before anything runs (an archive's reproduction never measures
+    another graph); a package this interpreter cannot see is reported, and loading checks
+    it again in the child."""
+    from ..runtime import pins
+
+    model_ref = sol["meta"].get("model")
+    if not model_ref:
+        return None
+    model = catalog.show(model_ref, verify=False, prefer_repo=sol["repo"])
+    if pins.pin_of(model["meta"]) is None:
+        return None
+    paths = []
+    for sw in the_lock.get("software") or ():  # where the lock's prefixes put python packages
+        value = ((sw.get("exports") or {}) if isinstance(sw, dict) else {}).get("PYTHONPATH")
+        paths += [str(p) for p in value] if isinstance(value, list) else str(value or "").split(os.pathsep)
+    paths = [p for p in paths if p]
+    state = pins.status(model["meta"], model["path"], model["ref"], paths=paths or None)
+    if state["state"] == pins.MISMATCH:
+        raise pins.PinMismatch(state["message"], hint=pins.mismatch_hint(state, model["ref"]))
+    if state["state"] == pins.UNPINNED:
+        reporter().warning(state["message"])
+    return state
 
 
 def _compile(meta: dict, the_lock: dict, own: str | None = None) -> dict:

@@ -23,6 +23,10 @@ Formats (dataset meta ``format``; docs/datasets.md has an example of each):
              in image id order, with the normalised [ymin, xmin, ymax, xmax] boxes of their
              annotations (crowd ones left out; only those of ``categories`` when given) and
              their pixel size; no class labels
+Targets other than class labels (``targets`` {"kind": masks | points | values, "array":
+NAME}; cr.runtime.tasks): the npz array NAME (default: masks, points or targets), a
+loader's ``target``, a csv's label column, kept as arrays in ``sample.target`` instead of
+integer labels; segmentation, landmarks and regression validate against them.
 Each sample is reshaped to ``sample.shape`` when the meta gives one (array formats). Splits:
 ``split_by`` {"modulo": m, "test_remainder": r} puts sample i (in the order above) in
 "test" when i % m == r, else in "train" (no randomness, so every machine gets the same
@@ -44,6 +48,9 @@ from .inputs import InputProvider
 from .model import package_dirs
 
 
+# The npz array holding each kind of target, unless targets.array names another.
+_TARGET_ARRAYS = {"masks": "masks", "points": "points", "values": "targets"}
+TARGET_KINDS = tuple(_TARGET_ARRAYS)
 FORMATS = ("loader", "csv", "npz", "images", "image-folder", "coco")
 # What image-folder takes as an image (case-insensitive); other files are ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pbm")
@@ -57,6 +64,7 @@ class Sample:
     label: int | None = None
     boxes: list | None = None
     size: tuple | None = None  # (width, height) in pixels, where the dataset says (coco)
+    target: object = None  # a mask, points or values (the dataset's ``targets``)
 
 
 @dataclass
@@ -65,6 +73,10 @@ class Dataset:
     split: str
     samples: list = field(default_factory=list)
     label_names: dict = field(default_factory=dict)
+    target_kind: str | None = None  # masks, points or values: what sample.target holds
+
+    def has_targets(self, kind: str) -> bool:
+        return self.target_kind == kind and any(s.target is not None for s in self.samples)
 
     @property
     def has_labels(self) -> bool:
@@ -137,7 +149,7 @@ def has_annotations(meta: dict) -> bool:
     images items say so, a csv has a label column unless label_column is null; loader and
     npz datasets say so through labels or label_names."""
     fmt = meta.get("format")
-    if fmt in ("image-folder", "coco"):
+    if fmt in ("image-folder", "coco") or meta.get("targets"):
         return True
     if fmt == "images":
         return any(isinstance(i, dict) and ("label" in i or "boxes" in i) for i in meta.get("items") or [])
@@ -305,7 +317,7 @@ def _rows(meta: dict, component_dir: str | None, ref: str):
         if col is None:  # no labels: every column is data
             return table, None
         col = int(col)
-        y = table[:, col].astype(np.int64)
+        y = table[:, col] if meta.get("targets") else table[:, col].astype(np.int64)
         return np.delete(table, col % table.shape[1], axis=1), y
     if fmt == "npz":
         path = _file(meta, component_dir, ref)
@@ -313,7 +325,14 @@ def _rows(meta: dict, component_dir: str | None, ref: str):
             xk = next((k for k in ("x", "data") if k in z), None)
             if xk is None:
                 raise CRError(f"{ref}: {path.name} has no array x or data (it has {', '.join(z.files)})")
-            yk = next((k for k in ("y", "labels") if k in z), None)
+            targets = meta.get("targets")
+            if targets:
+                yk = targets.get("array") or _TARGET_ARRAYS.get(targets.get("kind"))
+                if yk not in z:
+                    raise CRError(f"{ref}: {path.name} has no array {yk!r} for its targets (it has {', '.join(z.files)})",
+                                  hint="name the array in the dataset meta's targets.array")
+            else:
+                yk = next((k for k in ("y", "labels") if k in z), None)
             return z[xk], (z[yk] if yk else None)
     raise CRError(f"{ref}: cannot read dataset format {fmt!r}", hint=f"formats: {', '.join(FORMATS)} (docs/datasets.md)")
 
@@ -332,6 +351,8 @@ def _in_split(index: int, split: str | None, rule: dict | None, ref: str) -> boo
 def load(meta: dict, component_dir: str | None = None, split: str | None = None, limit: int | None = None,
          ref: str | None = None) -> Dataset:
     """The samples of one split of a dataset component (at most ``limit``)."""
+    import numpy as np
+
     ref = ref or f"dataset:{meta.get('name', '?')}"
     rule = meta.get("split_by")
     _in_split(0, split, rule, ref)  # an unknown split fails before any data is read
@@ -352,6 +373,12 @@ def load(meta: dict, component_dir: str | None = None, split: str | None = None,
         if not out.samples:
             raise CRError(f"{ref}: split {split or 'all'} has no samples", hint="check split_by and the images in the dataset meta")
         return out
+    targets = meta.get("targets")
+    if targets is not None:
+        if not isinstance(targets, dict) or targets.get("kind") not in TARGET_KINDS:
+            raise CRError(f"{ref}: targets.kind is {(targets or {}).get('kind') if isinstance(targets, dict) else targets!r}, "
+                          f"expected one of {', '.join(TARGET_KINDS)}", hint="fix targets in the dataset meta (docs/datasets.md)")
+        out.target_kind = targets["kind"]
     x, y = _rows(meta, component_dir, ref)
     shape = (meta.get("sample") or {}).get("shape")
     dtype = (meta.get("sample") or {}).get("dtype")
@@ -363,7 +390,10 @@ def load(meta: dict, component_dir: str | None = None, split: str | None = None,
             data = data.reshape([d if d is not None else -1 for d in shape])
         if dtype:
             data = data.astype(dtype)
-        out.samples.append(Sample(str(i), data, None if y is None else int(y[i])))
+        if targets is not None:
+            out.samples.append(Sample(str(i), data, target=None if y is None else np.asarray(y[i])))
+        else:
+            out.samples.append(Sample(str(i), data, None if y is None else int(y[i])))
         if limit is not None and len(out.samples) >= limit:
             break
     if not out.samples:

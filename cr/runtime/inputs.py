@@ -46,8 +46,9 @@ class SyntheticInputs(InputProvider):
     """``count`` distinct batches of seeded random data shaped like the declared inputs.
 
     Dynamic leading dims become batch_size; any other dynamic dim is an error naming the
-    input (synthetic data needs a concrete shape). Values: standard normal for floats,
-    0..9 for signed ints, 0..255 for uint8, random booleans.
+    input (synthetic data needs a concrete shape). Values: uniform in the spec's ``range``
+    [low, high] when it declares one, else standard normal for floats, 0..9 for signed
+    ints, 0..255 for uint8, random booleans.
     """
 
     def __init__(self, specs: list[dict], batch_size: int = 1, seed: int = 0, count: int = 16):
@@ -87,7 +88,11 @@ class SyntheticInputs(InputProvider):
                 if dtype == "bfloat16":
                     raise CRError(f"input {spec['name']!r} is bfloat16, which numpy cannot hold", hint="declare float32 or float16")
                 kind = np.dtype(dtype).kind
-                if kind == "f":
+                low, high = spec.get("range") or (None, None)
+                if low is not None and kind in "fiu":  # the declared range: uniform in [low, high]
+                    value = (rng.uniform(low, high, shape) if kind == "f"
+                             else rng.integers(int(low), int(high), shape, endpoint=True)).astype(dtype)
+                elif kind == "f":
                     value = rng.standard_normal(shape).astype(dtype)
                 elif kind == "b":
                     value = rng.random(shape) < 0.5

@@ -62,9 +62,13 @@ def package_version(package: str, paths: list[str] | None = None) -> str | None:
         return None
 
 
-def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths: list[str] | None = None) -> dict:
+def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths: list[str] | None = None,
+           verify: bool = True) -> dict:
     """{"path", "package", "package_version"} of the model's file; NotFound naming what is missing.
 
+    A file from a registry package is checked against its pin (cr.runtime.pins): then
+    "sha256" (the file's) and "pin" (the pin state) are added, and a file that is not the
+    pinned one raises PinMismatch. verify=False only finds the file (cr show --no-verify).
     paths: more directories to look for a source package in first (the host looking into a
     lock's prefixes, where a package installed for the model lives)."""
     if meta.get("file"):
@@ -89,7 +93,13 @@ def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths:
         for d in dirs:
             path = d / inner
             if path.is_file():
-                return {"path": str(path), "package": package, "package_version": package_version(package, paths)}
+                found = {"path": str(path), "package": package, "package_version": package_version(package, paths)}
+                if verify:
+                    from .pins import verify as verify_pin
+
+                    pin = verify_pin(meta, found, ref)
+                    found.update(sha256=pin.get("sha256"), pin=pin.get("state"))
+                return found
         raise NotFound(f"{ref}: the package {package} has no file {inner} (looked in {', '.join(map(str, dirs))})",
                        hint="the installed version may not ship it; check source.path in the meta")
     if meta.get("format") is None and not meta.get("source"):

@@ -173,6 +173,7 @@ class CheckReport:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     model_formats: list[tuple[str, str, str]] = field(default_factory=list, repr=False)
+    payloads: list[dict] = field(default_factory=list)  # pin states of package-sourced models (cr.run.pins)
 
     @property
     def ok(self) -> bool:
@@ -184,6 +185,7 @@ class CheckReport:
             "checked": self.checked,
             "problems": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.problems],
             "warnings": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.warnings],
+            "payloads": self.payloads,
         }
 
 
@@ -203,9 +205,9 @@ def _check_meta_file(meta_path: Path, repo: Repo | None, report: CheckReport) ->
         holders = [("", meta)] + [(f"/variants/{i}", v) for i, v in enumerate(meta.get("variants") or [])]
         report.model_formats += [(str(meta_path), f"{where}/format", h["format"]) for where, h in holders if h.get("format")]
     if repo is not None:
-        expected = repo.meta_path(meta["kind"], meta["name"], meta["version"])
-        if expected.absolute() != meta_path.absolute():
-            report.problems.append(Problem(str(meta_path), "", f"kind/name/version say it belongs at {expected}, found at {meta_path}"))
+        why = repo.misplaced(meta_path, meta["kind"], meta["name"], meta["version"])
+        if why:
+            report.problems.append(Problem(str(meta_path), "", why))
     for check in verify_files(meta_path.parent, meta):
         pointer = "/files/" + check.path.replace("~", "~0").replace("/", "~1")
         if check.status == "missing":

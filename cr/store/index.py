@@ -175,11 +175,8 @@ def _parse(meta_path: str, repo: Repo, data: bytes | None, read_error: str | Non
 
 def _placement_problems(meta: dict, meta_path: str, repo: Repo) -> list[str]:
     """A meta must sit where its kind/name/version say, or refs would find the wrong file."""
-    expected = repo.meta_path(meta["kind"], meta["name"], meta["version"])
-    if Path(meta_path) != expected:
-        rel = expected.relative_to(repo.path)
-        return [f"{meta_path}: /: kind/name/version say it belongs at {rel}"]
-    return []
+    why = repo.misplaced(meta_path, meta["kind"], meta["name"], meta["version"])
+    return [f"{meta_path}: /: {why}"] if why else []
 
 
 class _Listings:

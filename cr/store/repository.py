@@ -66,6 +66,26 @@ class Repo:
     def meta_path(self, kind: str, name: str, version: str) -> Path:
         return self.component_dir(kind, name, version) / self.meta_file
 
+    def misplaced(self, meta_path: str | Path, kind: str, name: str, version: str) -> str | None:
+        """Why a meta at meta_path is not where its kind/name/version put it in this
+        repository (None: it is). A meta one directory level off says so and names the
+        layout: a search would otherwise find nothing there and say nothing."""
+        expected = self.meta_path(kind, name, version)
+        found = Path(meta_path)
+        if found.absolute() == expected.absolute():
+            return None
+        rel = expected.relative_to(self.path)
+        try:
+            depth = len(found.absolute().relative_to(self.path.absolute()).parts) - len(rel.parts)
+        except ValueError:
+            depth = 0
+        if depth:
+            shape = (f"<repo>/<name>/{self.meta_file}" if self.layout == "name"
+                     else f"<repo>/<kind>/<name>/<version>/{self.meta_file}")
+            return (f"one level too {'deep' if depth > 0 else 'shallow'} for repository {self.name!r}, whose layout "
+                    f"'{self.layout}' keeps metas at {shape}: move it to {rel}")
+        return f"kind/name/version say it belongs at {rel}"
+
     def scope(self, kind: str, name: str | None = None) -> str | None:
         """The directory (as a string ending with a separator) under which every meta of kind
         (and name) in this repo lies, or None when this repo cannot hold that kind.
@@ -113,6 +133,7 @@ class Repo:
                 try:
                     st = stat(path)
                 except OSError:
+                    yield from _deeper(entry, meta_file, listdir, stat)
                     continue
                 yield path, st
             return
@@ -123,13 +144,37 @@ class Repo:
         for kind_dir in kind_dirs:
             name_dirs = [os.path.join(kind_dir, name)] if kind is not None and name is not None else listdir(kind_dir)
             for name_dir in name_dirs:
+                found = False
                 for version_dir in listdir(name_dir):
                     path = version_dir + sep + meta_file
                     try:
                         st = stat(path)
                     except OSError:
+                        for misplaced in _deeper(version_dir, meta_file, listdir, stat):
+                            found = True
+                            yield misplaced
                         continue
+                    found = True
                     yield path, st
+                if not found:  # a name directory holding no version: is its meta one level up?
+                    path = name_dir + sep + meta_file
+                    try:
+                        yield path, stat(path)
+                    except OSError:
+                        pass
+
+
+def _deeper(path: str, meta_file: str, listdir, stat) -> Iterator[tuple[str, os.stat_result]]:
+    """Metas one level below where this layout puts them (a directory without its meta):
+    yielded so the index reports them as misplaced instead of a search silently finding
+    nothing. Only directories that lack their meta are looked into, so a healthy
+    repository pays nothing for it."""
+    for sub in listdir(path):
+        candidate = sub + os.sep + meta_file
+        try:
+            yield candidate, stat(candidate)
+        except OSError:
+            continue
 
 
 def _dirs(path: str) -> list[str]:

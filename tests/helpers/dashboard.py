@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,9 @@ def _rows(index: dict) -> list[dict]:
             item[column] = value
         out.append(item)
     return out
+
+
+def to_fixed(x: float, digits: int) -> str:
+    """What JavaScript's Number.prototype.toFixed prints: the double's exact decimal value rounded
+    half up (Python's format and round() take an exact tie such as 12.25 to even: 12.2, the page 12.3)."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))

@@ -39,6 +39,8 @@ class Opened:
         return specs[0]["name"]
 
     def model_file(self) -> dict:
+        if self.located.get("sha256"):  # hashed (through the cache) when its pin was checked
+            return dict(self.located)
         return {**self.located, "sha256": model_files.sha256(self.located["path"])}
 
     def pipeline(self) -> dict:
@@ -82,7 +84,8 @@ def as_list(outputs) -> list:
 
 
 def load_dataset(job: dict, limit: int | None = None, need: str | None = None):
-    """The job's dataset samples; need "labels" or "boxes" refuses a dataset without them."""
+    """The job's dataset samples; need "labels", "boxes", "masks", "points" or "values"
+    refuses a dataset without them."""
     from ..datasets import load
 
     spec = job.get("dataset")
@@ -96,6 +99,11 @@ def load_dataset(job: dict, limit: int | None = None, need: str | None = None):
     if need == "boxes" and not ds.has_boxes:
         raise CRError(f"{spec.get('ref')} has no boxes, so detections cannot be validated on it",
                       hint="validate a detector on a dataset whose items carry boxes")
+    if need in ("masks", "points", "values") and not ds.has_targets(need):
+        task = {"masks": "segmentation", "points": "landmarks", "values": "regression"}[need]
+        declared = f"its targets are {ds.target_kind}" if ds.target_kind else "its meta declares no targets"
+        raise CRError(f"{spec.get('ref')} has no {need} ({declared}), so a {task} model cannot be validated on it",
+                      hint=f'validate on a dataset whose meta declares "targets": {{"kind": "{need}"}} (docs/datasets.md)')
     return ds
 
 

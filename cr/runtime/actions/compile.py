@@ -249,6 +249,7 @@ def main(job: dict) -> dict:
     final = os.path.join(job["out_dir"], job["out_file"])
     if os.path.abspath(current) != os.path.abspath(final):
         os.replace(current, final)
+    quantization = _quantization(work, final) if the_plan["precision"] == "int8" else None
     for leftover in os.listdir(job["out_dir"]):  # intermediates (pre-processed, exported) go
         if leftover != job["out_file"]:
             _remove(os.path.join(job["out_dir"], leftover))
@@ -273,7 +274,45 @@ def main(job: dict) -> dict:
         "checks": work.checks,
         "failed_checks": work.failures,
         "tools": work.tools,
+        **({"quantization": quantization} if quantization is not None else {}),
     }
+
+
+def _quantization(work: _Work, path: str) -> dict:
+    """The int8 output's cost against its float reference and its calibration's overlap with the
+    samples validation judges (cr.runtime.quantcost; the host reports it: cr.run.quantreport)."""
+    from .. import quantcost
+
+    to = work.job["params"]["to"]
+    specs = (work.onnx_specs(path) if to == "onnx" else work.tflite_specs(path))[0]
+    batch = work.check_batch(specs, work._fixed_batch(specs) or 1)
+    if work.quant_reference:
+        report = quantcost.measure(to, work.quant_reference, path, batch)
+        report["against"] = "its fp32 onnx" if to == "onnx" else "its fp32 tflite (same source, same converter)"
+    else:
+        report = {"against": None}
+    report["source_bytes"] = os.path.getsize(work.source_path) if os.path.isfile(work.source_path) else None
+    report["prepasses"] = work.prepasses
+    ds, evaluation = work.job.get("dataset"), (work.job.get("params") or {}).get("evaluation")
+    calibration = None
+    if work.plan["quantization"] == "static" and work.calibration_raw:
+        chosen = (work.job.get("params") or {}).get("calibration")
+        calibration = {"dataset": ds.get("ref"), "split": ds.get("split") or "all", "samples": len(work.calibration_raw),
+                       "chosen": f"--calibration {chosen}" if chosen else "default"}
+        if evaluation:
+            from ..datasets import load
+
+            calibration["evaluation"] = {"dataset": evaluation.get("ref"), "split": evaluation.get("split") or "all"}
+            try:
+                judged = load(evaluation["meta"], evaluation.get("dir"), evaluation.get("split"), None, evaluation.get("ref"))
+                calibration["evaluation"]["samples"] = len(judged.samples)
+                calibration["overlap"] = quantcost.overlap(work.calibration_raw, judged.samples)["overlap"]
+            except CRError as exc:
+                calibration["evaluation"]["unavailable"] = exc.message
+            except Exception as exc:  # a sample the content key cannot read: the report says so, the compile stands
+                calibration["evaluation"]["unavailable"] = f"{type(exc).__name__}: {_first_line(exc)}"
+    report["calibration"] = calibration
+    return report
 
 
 def _remove(path: str) -> None:
@@ -367,6 +406,9 @@ class _Work:
         self.tools: dict = {"python": sys.version.split()[0]}
         self._samples = None
         self.fmt = meta.get("format")  # the format of the current hop's input
+        self.calibration_raw: list = []  # the dataset's samples as loaded (their overlap with evaluation is measured)
+        self.quant_reference: str | None = None  # the float model an int8 output is measured against
+        self.prepasses: list[dict] = []  # {"step", "status": ran|skipped|off, "reason"} of each pre-pass
 
     # -- the chain of hops ---------------------------------------------------------------
 
@@ -512,6 +554,7 @@ class _Work:
                 ds = load(ds_spec["meta"], ds_spec.get("dir"), ds_spec.get("split"), ds_spec.get("limit"), ds_spec.get("ref"))
                 pipeline = Pipeline(self.meta.get("preprocess"), "preprocess")
                 self._samples = [pipeline.sample(s.data) for s in ds.samples]
+                self.calibration_raw = list(ds.samples)
             except CRError as exc:
                 if not ds_spec.get("optional"):
                     raise
@@ -769,13 +812,20 @@ class _Work:
 
                 quant_pre_process(source, pre, skip_symbolic_shape=False)
                 self.checks["preprocess"] = "quant_pre_process"
+                self.prepasses.append({"step": "quant_pre_process", "status": "ran"})
+                self.tools["sympy"] = _version("sympy")
                 to_quantize = pre
             except Exception as exc:  # e.g. symbolic shape inference cannot follow an op: quantise as it is
+                from ..quantcost import skip_reason
+
                 self.checks["preprocess"] = f"skipped: {type(exc).__name__}: {_first_line(exc)}"
+                self.prepasses.append({"step": "quant_pre_process", "status": "skipped", "reason": skip_reason(exc)})
                 to_quantize = source
         else:
             self.checks["preprocess"] = "skipped (option preprocess=false)"
+            self.prepasses.append({"step": "quant_pre_process", "status": "off", "reason": "-O preprocess=false"})
             to_quantize = source
+        self.quant_reference = source
         out = os.path.join(self.out_dir, "quantized.onnx")
         weight = q.QuantType.QInt8 if o["weight_type"] == "int8" else q.QuantType.QUInt8
         if mode == "dynamic":
@@ -865,7 +915,10 @@ class _Work:
                 out = fn(**{s["name"]: tf.constant(batch[s["name"]]) for s in in_specs})
                 return [out[k].numpy() for k in sorted(out)]
         precision, mode = self.plan["precision"], self.plan["quantization"]
-        if precision == "int8":
+        if precision == "int8":  # its fp32 conversion is what the int8 output's size and speed are measured against
+            self.quant_reference = os.path.join(self.out_dir, "reference.tflite")
+            with open(self.quant_reference, "wb") as f:
+                f.write(converter.convert())
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
             if mode == "static":
                 samples = self.samples()
