@@ -232,14 +232,16 @@ def test_coco_image_in_a_package_that_lacks_it_is_a_clear_error():
         load(meta, str(DATASET_DIR))
 
 
-def test_compile_plans_frozen_graphs_to_tflite_and_onnx_only():
+def test_compile_plans_frozen_graphs_to_tflite_onnx_and_through_onnx():
     from cr.runtime.actions.compile import plan
 
     assert plan("tf-frozen-graph", "tflite")["conversion"] == "tf-frozen-graph-to-tflite"
     assert plan("tf-frozen-graph", "tflite", "int8")["conversion"] == "tf-frozen-graph-to-tflite-int8-static"
     assert plan("tf-frozen-graph", "onnx")["steps"] == ["tf2onnx"]
-    with pytest.raises(CRError, match="cannot compile"):
-        plan("tf-frozen-graph", "trt-plan")
+    # TensorRT is reached through ONNX (a chain of two hops: cr.runtime.actions.convgraph)
+    assert plan("tf-frozen-graph", "trt-plan")["steps"] == ["tf2onnx", "trt"]
+    with pytest.raises(CRError, match="no conversion path from tf-frozen-graph to keras"):
+        plan("tf-frozen-graph", "keras")
 
 
 # ---------------------------------------------------------------------------------- the CLI

@@ -33,6 +33,11 @@ def _summary_rows(record: dict) -> list[list]:
             if check.get("passed") is False:
                 text += ": FAILED (registered with --allow-degraded)"
             rows.append([f"check ({step})", text])
+    for i, hop in enumerate(record.get("path") or []):
+        text = f"{hop.get('from')} -> {hop.get('to')} ({hop.get('tool')} {hop.get('version') or '?'}, {hop.get('seconds', 0):.2f} s)"
+        if hop.get("max_abs_diff") is not None:
+            text += f", max |diff| {hop['max_abs_diff']:.3g}"
+        rows.append([f"hop {i + 1}: {hop.get('hop')}", text])
     from ..run.quantreport import rows as quantisation_rows
 
     rows += quantisation_rows(record)
@@ -42,7 +47,7 @@ def _summary_rows(record: dict) -> list[list]:
 
 @click.command("compile")
 @click.argument("ref", nargs=-1, required=True)
-@click.option("--to", "to", required=True, type=click.Choice(["onnx", "tflite", "trt-plan"]), help="Output format.")
+@click.option("--to", "to", required=True, type=click.Choice(["onnx", "tflite", "savedmodel", "trt-plan"]), help="Output format.")
 @click.option("--variant", help="Source variant (default: the first whose format the conversion reads).")
 @click.option("--precision", type=click.Choice(["fp32", "int8"]), help="Output precision (default fp32).")
 @click.option("--quantization", type=click.Choice(["dynamic", "static"]),
@@ -69,7 +74,9 @@ def compile_(ref, to, variant, options, version, force, install, allow_degraded,
 
     Conversions: torchscript, torch-exported, torch-state-dict -> onnx; onnx -> onnx
     (optimised, or int8); onnx -> trt-plan (NVIDIA GPU); keras, savedmodel -> tflite (fp32,
-    int8). The output becomes a new version of the same model in your local repo, e.g.
+    int8); any other pair through the shortest chain of hops (tflite -> onnx, onnx ->
+    tflite, onnx -> savedmodel, ...; docs/conversions.md), each hop checked and recorded
+    in the record's and the output's path. The output becomes a new version of the same model in your local repo, e.g.
     model:NAME@1.0.0+onnx.int8.dynamic, with its provenance in its meta. The conversion
     runs in a separate process and is checked against its source: fp32 within -O atol
     (default 1e-3), int8 top-1 agreement at least -O min_top1_agreement (default 0.95);

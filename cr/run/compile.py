@@ -51,6 +51,7 @@ from pathlib import Path
 from ..errors import Conflict, CRError, InvalidMeta
 from ..runtime import registry, variants
 from ..runtime.actions import compile as conversions
+from ..runtime.actions import convgraph
 from ..runtime.job import Job
 from ..results import record as records
 from . import launch, quantreport
@@ -65,17 +66,21 @@ FORMAT_TAGS = {"onnx", "tflite", "torchscript", "pytorch", "torch", "keras", "sa
 def source_variant(model: dict, to: str, variant: str | None) -> dict:
     """The effective meta of the variant the conversion reads."""
     meta, reads = model["meta"], conversions.READS.get(to)
+    chained = convgraph.reads(to)  # formats a chain of hops reaches `to` from (the single conversions first)
+    reads = tuple(dict.fromkeys((*(reads or ()), *chained))) or None
     if reads is None:
-        raise CRError(f"cannot compile to {to!r}; supported: {conversions.SUPPORTED}", hint="give --to onnx, tflite or trt-plan")
+        raise CRError(f"cannot compile to {to!r}; supported: {conversions.SUPPORTED}", hint="give --to onnx, tflite, savedmodel or trt-plan")
     if variant is not None:
         return variants.effective(meta, variant)  # plan() refuses its format when the conversion cannot read it
     try:
         return variants.choose(meta, reads, None, backend=f"compile --to {to}")
     except CRError:
         formats = sorted({variants.effective(meta, n).get("format") or "?" for n in variants.names(meta)}) or ["none"]
+        reach = sorted({r for f in formats for r in convgraph.reachable(f)})
         raise CRError(
-            f"cannot compile {model['ref']} from {', '.join(formats)} to {to}; supported: {conversions.SUPPORTED}",
-            hint="choose another --to, or add a variant in one of those source formats",
+            f"no conversion path from {', '.join(formats)} to {to} for {model['ref']}; from {', '.join(formats)} cr compile "
+            f"reaches: {', '.join(reach) or 'nothing'}",
+            hint="choose one of those with --to, or add a variant in another format (docs/conversions.md)",
         ) from None
 
 
@@ -219,8 +224,9 @@ class CompileHost(ActionHost):
             from ..resolve.compose import compose
             from .target import model_lock
 
-            the_lock = model_lock(model["ref"], compile_requirements(source.get("format"), to, run.state["plan"]["precision"]),
-                                  f"compiling to {to}", run.install)
+            needs = compile_requirements(source.get("format"), to, run.state["plan"]["precision"])
+            needs += tuple(run.state["plan"].get("software") or ())  # every hop's tools (a chain of hops)
+            the_lock = model_lock(model["ref"], tuple(dict.fromkeys(needs)), f"compiling to {to}", run.install)
             if the_lock is not None:
                 python, env = the_lock["interpreter"], compose(the_lock)
         search = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]  # the lock's prefixes
@@ -261,6 +267,7 @@ class CompileHost(ActionHost):
         record["failed_checks"] = failed if record["status"] == "ok" else None
         if record["status"] == "ok" and failed and not params.get("allow_degraded"):
             record.update(status="failed", error=check_error(failed))
+        record["path"] = result.get("path")
         if record["status"] != "ok":
             return
         model, ds = run.target.model, run.target.dataset
@@ -358,8 +365,13 @@ def _add_component(model: dict, source: dict, result: dict, version: str, final_
     staging = final_dir.parent / f".compile-{secrets.token_hex(4)}"
     staging.mkdir(parents=True)
     try:
-        shutil.copyfile(os.path.join(out_dir, produced["file"]), staging / produced["file"])
-        files = {produced["file"]: sha256_file(staging / produced["file"])}
+        if produced.get("dir"):  # a SavedModel directory: every file in it is listed
+            shutil.copytree(os.path.join(out_dir, produced["dir"]), staging / produced["dir"])
+            files = {p.relative_to(staging).as_posix(): sha256_file(p)
+                     for p in sorted((staging / produced["dir"]).rglob("*")) if p.is_file()}
+        else:
+            shutil.copyfile(os.path.join(out_dir, produced["file"]), staging / produced["file"])
+            files = {produced["file"]: sha256_file(staging / produced["file"])}
         if files[produced["file"]] != produced["sha256"]:
             raise CRError(f"the compiled file changed on its way into the repo ({produced['file']})", hint="run the compile again")
         labels = source.get("labels")
@@ -488,6 +500,7 @@ def output_meta(model: dict, source: dict, result: dict, version: str, files: di
                           "precision": source.get("precision"), "file": os.path.basename(source_file["file"]),
                           "sha256": source_file["sha256"]},
         "conversion": result.get("conversion"),
+        "path": result.get("path"),
         "steps": result.get("steps"),
         "options": result.get("options"),
         "checks": result.get("checks"),

@@ -40,17 +40,20 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from ...errors import CRError
+from . import convgraph
 
 TORCH = ("torchscript", "torch-exported", "torch-state-dict")
 READS = {"onnx": ("onnx", *TORCH, "tf-frozen-graph"), "tflite": ("keras", "savedmodel", "tf-frozen-graph"), "trt-plan": ("onnx",)}
 # Software the conversions (or a backend's fallback) import besides the backends' own frameworks:
 # a compiled model does not inherit these deps from its source.
 TOOLS = ("onnx", "onnxscript", "tensorflow", "keras", "tflite-runtime", "tf2onnx")
-EXTENSIONS = {"onnx": "onnx", "tflite": "tflite", "trt-plan": "plan"}
+EXTENSIONS = {"onnx": "onnx", "tflite": "tflite", "trt-plan": "plan", "savedmodel": "savedmodel"}
 SUPPORTED = ("torchscript, torch-exported, torch-state-dict, tf-frozen-graph -> onnx; onnx -> onnx (optimised, or int8 dynamic/static), "
-             "trt-plan; keras, savedmodel, tf-frozen-graph -> tflite (fp32, or int8 static/dynamic)")
+             "trt-plan; keras, savedmodel, tf-frozen-graph -> tflite (fp32, or int8 static/dynamic); and any chain of the "
+             "hops in docs/conversions.md (tflite -> onnx, onnx -> tflite, onnx -> savedmodel, ...)")
 
 # -O options of each step: name -> (default, description). COMMON ones apply to every conversion,
 # INT8 ones to every int8 output (onnx quantisation, tflite int8).
@@ -81,6 +84,10 @@ OPTIONS = {
         "reduce_range": (False, "7-bit weights (for CPUs without VNNI)"),
     },
     "tflite": {"float_fallback": (False, "int8 static: let ops without an int8 kernel stay float instead of failing")},
+    "tflite2onnx": {"opset": (17, "ONNX opset tf2onnx writes")},
+    "onnx2tf_tflite": {"slim": (False, "fold shape arithmetic with onnxslim before onnx2tf (off by default: it changed "
+                                       "efficientnet-lite0's numbers; the check catches that)")},
+    "onnx2tf_savedmodel": {"slim": (False, "fold shape arithmetic with onnxslim before onnx2tf (see onnx2tf_tflite)")},
     "trt": {},  # passed to build_plan as given
 }
 _LEVELS = ("basic", "extended", "all")
@@ -90,11 +97,6 @@ def plan(source_format: str | None, to: str, precision: str | None = None, quant
          options: dict | None = None, source: str = "the model") -> dict:
     """The conversion from source_format to ``to``: {"conversion", "steps", "label", "precision",
     "quantization", "options" (defaults filled in), "needs_dataset"}; CRError when unsupported."""
-    if to not in READS or source_format not in READS[to]:
-        raise CRError(
-            f"cannot compile {source} from {source_format or 'an undeclared format'} to {to}; supported: {SUPPORTED}",
-            hint="choose another --to, or --variant naming a variant in one of those source formats",
-        )
     if precision not in (None, "fp32", "int8"):
         raise CRError(f"unknown precision {precision!r}", hint="use fp32 or int8")
     if quantization not in (None, "dynamic", "static"):
@@ -104,6 +106,8 @@ def plan(source_format: str | None, to: str, precision: str | None = None, quant
                       hint="leave out --precision, or give --precision int8")
     precision = "int8" if quantization else (precision or "fp32")
     options = dict(options or {})
+    if to not in READS or source_format not in READS[to]:  # no single conversion: a chain of hops (convgraph)
+        return _chained(source_format, to, precision, quantization, options, source)
     if to == "trt-plan":
         if precision != "fp32":
             raise CRError("cr compile builds fp32 (or fp16) TensorRT plans only, not int8",
@@ -142,6 +146,43 @@ def plan(source_format: str | None, to: str, precision: str | None = None, quant
     conversion = "-".join(names[s] for s in steps)
     return _planned(conversion, steps, label, precision, mode if precision == "int8" else None, options,
                     precision == "int8" and mode == "static")
+
+
+def _chained(source_format, to, precision, quantization, options, source) -> dict:
+    """The plan of the shortest chain of hops from source_format to ``to`` (cr.runtime.actions.convgraph):
+    every hop but the last writes fp32; "path" lists the hops. CRError naming the formats the source
+    reaches when there is no chain."""
+    chain = convgraph.route(source_format, to, precision)
+    if chain is None:
+        reach = convgraph.reachable(source_format)
+        raise CRError(
+            f"no conversion path from {source_format or 'an undeclared format'} to {to}"
+            + (f" {precision}" if precision != "fp32" else "") + f" for {source}; from {source_format or 'it'} cr compile "
+            f"reaches: {', '.join(reach) or 'nothing'}",
+            hint="choose one of those with --to, or --variant naming a variant in another format (docs/conversions.md)",
+        )
+    last = chain[-1]
+    mode = None
+    if precision == "int8":
+        mode = quantization or ("static" if last.step == "tflite" else "dynamic")
+    steps = [hop.step for hop in chain]
+    if source_format == "torch-state-dict" and "export" in steps and any(s.startswith("onnx2tf") for s in steps):
+        # the torch.export-based exporter writes static pads where the TorchScript one computes them from
+        # Shape ops at run time, which onnx2tf turns into Flex ops that LiteRT cannot run
+        options.setdefault("dynamo", True)
+    if to == "trt-plan":
+        label = ["trt"] + (["fp16"] if options.get("fp16") else [])
+    else:
+        label = [to] + (["int8"] + ([mode] if to == "onnx" or mode == "dynamic" else []) if precision == "int8" else [])
+    names = [hop.name for hop in chain]
+    if mode:
+        names[-1] += f"-int8-{mode}" if last.step == "tflite" else f"-{mode}"
+    planned = _planned("-".join(names), steps, label, precision, mode, options, precision == "int8" and mode == "static")
+    formats = [source_format] + [hop.writes for hop in chain]
+    planned["path"] = [{"hop": hop.name, "from": formats[i], "to": hop.writes, "step": hop.step, "tool": hop.tool,
+                        "software": list(hop.software)} for i, hop in enumerate(chain)]
+    planned["software"] = list(convgraph.software(chain))
+    return planned
 
 
 def _planned(conversion, steps, label, precision, quantization, options, needs_dataset) -> dict:
@@ -189,9 +230,22 @@ def main(job: dict) -> dict:
 
     located = model_files.locate(meta, spec.get("dir"), ref)
     work = _Work(job, meta, ref, located["path"], the_plan)
+    work.check_declared(located["path"])
     current = located["path"]
-    for step in the_plan["steps"]:
-        current = getattr(work, "step_" + step)(current)
+    path = []
+    for step, hop in zip(the_plan["steps"], the_plan.get("path") or [{} for _ in the_plan["steps"]]):
+        clock, before = time.monotonic(), work.fmt
+        try:
+            current = getattr(work, "step_" + step)(current)
+        except CRError:
+            raise
+        except Exception as exc:
+            if not hop:  # a single conversion: the framework's failure is the record's error, with its traceback
+                raise
+            # a hop of a chain: name the hop (and the op, where the converter says)
+            raise work.hop_failure(hop["hop"], exc) from exc
+        work.fmt = convgraph.STEP_WRITES.get(step, work.fmt)
+        path.append(work.hop_record(step, {"from": before, **hop}, round(time.monotonic() - clock, 3)))
     final = os.path.join(job["out_dir"], job["out_file"])
     if os.path.abspath(current) != os.path.abspath(final):
         os.replace(current, final)
@@ -199,12 +253,21 @@ def main(job: dict) -> dict:
     for leftover in os.listdir(job["out_dir"]):  # intermediates (pre-processed, exported) go
         if leftover != job["out_file"]:
             _remove(os.path.join(job["out_dir"], leftover))
+    if len(path) > 1:  # a chain: its output against the source itself, not only each hop against its input
+        work.end_to_end(located["path"], final)
     io = work.io(final)
     if params.get("counterpart"):
         work.compare_counterpart(final, params["counterpart"])
+    if os.path.isdir(final):  # a SavedModel: the component's file is the saved_model.pb inside it
+        file_in = os.path.join(job["out_file"], "saved_model.pb")
+        produced = {"file": file_in, "dir": job["out_file"],
+                    "bytes": sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(final) for f in fs),
+                    "sha256": model_files.sha256(os.path.join(job["out_dir"], file_in))}
+    else:
+        produced = {"file": job["out_file"], "bytes": os.path.getsize(final), "sha256": model_files.sha256(final)}
     return {
-        "output": {"file": job["out_file"], "format": params["to"], "precision": the_plan["precision"], **io,
-                   "bytes": os.path.getsize(final), "sha256": model_files.sha256(final)},
+        "output": {"format": params["to"], "precision": the_plan["precision"], **io, **produced},
+        "path": path,
         "conversion": the_plan["conversion"],
         "steps": the_plan["steps"],
         "options": work.options,
@@ -342,9 +405,105 @@ class _Work:
         self.checks: dict = {}
         self.tools: dict = {"python": sys.version.split()[0]}
         self._samples = None
+        self.fmt = meta.get("format")  # the format of the current hop's input
         self.calibration_raw: list = []  # the dataset's samples as loaded (their overlap with evaluation is measured)
         self.quant_reference: str | None = None  # the float model an int8 output is measured against
         self.prepasses: list[dict] = []  # {"step", "status": ran|skipped|off, "reason"} of each pre-pass
+
+    # -- the chain of hops ---------------------------------------------------------------
+
+    def hop_record(self, step: str, hop: dict, seconds: float) -> dict:
+        """The path entry of one hop: what ran, with which tool and version, its check and its time."""
+        from .convgraph import HOPS
+
+        declared = next((h for h in HOPS if h.step == step), None)  # a single conversion's step: its hop
+        name = hop.get("hop") or (declared.name if declared else step)
+        tool = hop.get("tool") or (declared.tool if declared else "")
+        check = self.checks.get(step) or {}
+        entry = {"hop": name, "from": hop.get("from"), "to": self.fmt, "tool": tool, "version": self.tools.get(tool),
+                 "seconds": seconds}
+        for key in ("max_abs_diff", "top1_agreement", "samples", "passed"):
+            if key in check:
+                entry[key] = check[key]
+        return entry
+
+    def outputs(self, fmt: str, path: str, batch: dict) -> list:
+        """The outputs of the model file at path (format fmt) on a batch (inputs in the meta's order)."""
+        arrays = list(batch.values())
+        if fmt == "onnx":
+            session = self._ort(path)
+            return session.run(None, {i.name: a for i, a in zip(session.get_inputs(), arrays)})
+        if fmt == "tflite":
+            return self._run_tflite(path, arrays)
+        if fmt == "savedmodel":
+            import tensorflow as tf
+
+            folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+            fn = tf.saved_model.load(folder).signatures["serving_default"]
+            names = sorted(fn.structured_input_signature[1])
+            out = fn(**{n: tf.constant(a) for n, a in zip(names, arrays)})
+            return [out[k].numpy() for k in sorted(out)]
+        if fmt in TORCH:
+            from ..backends.torch import TorchBackend
+
+            backend = TorchBackend()
+            backend.load(path, {**self.meta, "_dir": self.job["model"].get("dir")}, {})
+            try:
+                return backend.run({s["name"]: a for s, a in zip(backend.inputs(), arrays)})
+            finally:
+                backend.close()
+        raise CRError(f"cr compile does not run {fmt} models to check them")
+
+    def end_to_end(self, source: str, final: str) -> None:
+        """checks["end_to_end"]: a chain's output against its source on the same inputs, judged as a
+        single conversion's output is (fp32: max |diff| within atol; int8: top-1 agreement)."""
+        fmt, to = self.meta.get("format"), self.job["params"]["to"]
+        specs = [dict(s) for s in self.meta.get("inputs") or []]
+        check = {"against": fmt}
+        self.checks["end_to_end"] = check
+        if not specs or to not in ("onnx", "tflite", "savedmodel"):
+            check.update(passed=None, not_judged="the source declares no inputs" if not specs else f"{to} files are not run here")
+            return
+        fixed = self._fixed_batch(specs)
+        batches = self.check_batches(specs, fixed) if self.plan["precision"] == "int8" else [self.check_batch(specs, fixed or 3)]
+        want = _concat([self.outputs(fmt, source, b) for b in batches])
+        got = _concat([self.outputs(to, final, b) for b in batches])
+        check.update(max_abs_diff=_max_diff(want, got), top1_agreement=_agreement(want, got),
+                     samples=sum(len(next(iter(b.values()))) for b in batches))
+        if self.plan["precision"] == "int8":
+            self.judge_int8("end_to_end", check, "see each hop's check in the path; calibrate on more samples")
+        else:
+            self.judge_atol("end_to_end", check, "the chain's output", "see each hop's check in the path; raise -O atol "
+                                                                       "if the difference is expected")
+
+    def hop_failure(self, hop: str, exc: BaseException) -> CRError:
+        """The CRError for a converter that raised: the hop, the tool's words, and the op it names."""
+        import re
+
+        text = f"{type(exc).__name__}: {_first_line(exc)}"
+        found = re.search(r"onnx_op_type:\s*(\w+)|[Uu]nsupported ops?:?\s*Counter\(\{'(\w+)'|(Flex\w+)", str(exc) + " "
+                          + getattr(self, "_converter_log", ""))
+        op = next((g for g in (found.groups() if found else ()) if g), None)
+        return CRError(f"hop {hop} failed converting {self.ref}" + (f" at op {op}" if op else "") + f": {text}",
+                       hint="see docs/conversions.md (known failures) for this hop; try its options (-O), or convert "
+                            "from another variant (--variant)")
+
+    def check_declared(self, path: str) -> None:
+        """CRError when the meta's declared input or output shapes contradict the source file (ONNX, TFLite)."""
+        try:
+            if self.fmt == "onnx":
+                found = self.onnx_specs(path)
+            elif self.fmt == "tflite":
+                found = self.tflite_specs(path)
+            else:
+                return
+        except Exception:  # an unreadable file: the hop that reads it fails, naming itself
+            return
+        for kind, specs, declared in (("input", found[0], self.meta.get("inputs")), ("output", found[1], self.meta.get("outputs"))):
+            if not declared or len(declared) != len(specs):
+                continue
+            for f, d in zip(specs, declared):
+                _carried_shape(f.get("shape"), d.get("shape"), f"{self.ref}: {kind} {d.get('name')!r}")
 
     # -- thresholds --------------------------------------------------------------------
 
@@ -728,7 +887,7 @@ class _Work:
         import tensorflow as tf
 
         self.tools["tensorflow"] = tf.__version__
-        fmt = self.meta.get("format")
+        fmt = self.fmt
         fixed = None  # a frozen graph converts at a fixed batch
         if fmt == "keras":
             import keras
@@ -870,6 +1029,121 @@ class _Work:
 
         return [spec(d) for d in interp.get_input_details()], [spec(d) for d in interp.get_output_details()]
 
+    # -- tflite -> onnx (tf2onnx) ------------------------------------------------------------
+
+    def step_tflite2onnx(self, source: str) -> str:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        try:
+            import tf2onnx
+        except ImportError as exc:
+            raise CRError(f"converting TFLite to ONNX needs tf2onnx, which cannot be imported here ({exc})",
+                          hint="cr install software tf2onnx (or pip install tf2onnx)") from None
+        self.tools["tf2onnx"] = tf2onnx.__version__
+        out = os.path.join(self.out_dir, "from-tflite.onnx")
+        opset = int(self.options["opset"])
+        try:
+            tf2onnx.convert.from_tflite(source, opset=opset, output_path=out)
+        except Exception as exc:
+            raise self.hop_failure("tflite-to-onnx", exc) from None
+        specs, _ = self.tflite_specs(source)
+        declared = self.meta.get("inputs") or []
+        specs = [{**s, "shape": _carried_shape(s.get("shape"), d.get("shape"), self.ref)} for s, d in zip(specs, declared)] \
+            if len(declared) == len(specs) else specs
+        batch = self.check_batch(specs, self._fixed_batch(specs) or 3)
+        want = self._run_tflite(source, [batch[s["name"]] for s in specs])
+        onnx_in, _ = self.onnx_specs(out)
+        got = self.run_onnx(out, {o["name"]: batch[s["name"]] for o, s in zip(onnx_in, specs)})
+        check = {"against": "tflite", "max_abs_diff": _max_diff(want, got), "samples": len(next(iter(batch.values()))),
+                 "opset": opset}
+        self.checks["tflite2onnx"] = check
+        self.judge_atol("tflite2onnx", check, "the converted ONNX model", "try another -O opset, or raise -O atol")
+        return out
+
+    # -- onnx -> tflite / savedmodel (onnx2tf) -------------------------------------------------
+
+    def step_onnx2tf_tflite(self, source: str) -> str:
+        folder = self._onnx2tf(source, "onnx2tf_tflite")
+        found = [f for f in os.listdir(folder) if f.endswith("_float32.tflite")]
+        if not found:
+            raise CRError(f"onnx2tf wrote no float32 TFLite file for {self.ref} (it wrote {', '.join(sorted(os.listdir(folder)))})",
+                          hint="see docs/conversions.md (known failures)")
+        out = os.path.join(self.out_dir, "onnx2tf.tflite")
+        os.replace(os.path.join(folder, found[0]), out)
+        specs, _ = self.onnx_specs(source)
+        batch = self.check_batch(specs, self._fixed_batch(specs) or 3)
+        want = self.run_onnx(source, batch)
+        try:
+            got = self._run_tflite(out, [batch[s["name"]] for s in specs])
+        except Exception as exc:  # e.g. a Select TF (Flex) op that LiteRT's builtin interpreter lacks
+            raise self.hop_failure("onnx2tf-tflite", exc) from None
+        self._judge_hop("onnx2tf_tflite", want, got, len(next(iter(batch.values()))), "the TFLite model")
+        return out
+
+    def step_onnx2tf_savedmodel(self, source: str) -> str:
+        folder = self._onnx2tf(source, "onnx2tf_savedmodel")
+        import tensorflow as tf
+
+        fn = tf.saved_model.load(folder).signatures["serving_default"]
+        kwargs = fn.structured_input_signature[1]
+        specs, _ = self.onnx_specs(source)
+        batch = self.check_batch(specs, self._fixed_batch(specs) or 3)
+        want = self.run_onnx(source, batch)
+        names = sorted(kwargs)
+        out = fn(**{n: tf.constant(batch[s["name"]]) for n, s in zip(names, specs)})
+        got = [out[k].numpy() for k in sorted(out)]
+        self._judge_hop("onnx2tf_savedmodel", want, got, len(next(iter(batch.values()))), "the SavedModel")
+        for name in os.listdir(folder):  # onnx2tf writes its TFLite files beside the SavedModel: not part of it
+            if name.endswith(".tflite"):
+                os.unlink(os.path.join(folder, name))
+        return folder
+
+    def _judge_hop(self, step: str, want: list, got: list, samples: int, what: str) -> None:
+        check = {"against": self.fmt, "max_abs_diff": _max_diff(want, got), "samples": samples, "top1_agreement": _agreement(want, got)}
+        self.checks[step] = check
+        self.judge_atol(step, check, what, "raise -O atol if the difference is expected, or try -O slim=false")
+
+    def _onnx2tf(self, source: str, step: str) -> str:
+        """onnx2tf's output folder (SavedModel + float32 TFLite) for an ONNX file: onnxslim first folds
+        the shape arithmetic (a Pad computed from Shape ops otherwise becomes a Flex op), the input
+        layout stays the source's (NCHW stays NCHW, so the meta's preprocess still fits)."""
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import contextlib
+        import io
+
+        try:
+            import onnx2tf
+        except ImportError as exc:
+            raise CRError(f"converting ONNX to TensorFlow needs onnx2tf, which cannot be imported here ({exc})",
+                          hint="cr install software onnx2tf (see recipes/onnx2tf)") from None
+        import onnx
+
+        self.tools.update(onnx2tf=_version("onnx2tf"), onnx=onnx.__version__)
+        if self.options.get("slim"):
+            import onnxslim
+
+            self.tools["onnxslim"] = _version("onnxslim")
+            slim = os.path.join(self.out_dir, "slim.onnx")
+            onnx.save(onnxslim.slim(source), slim)
+            source_for_tf = slim
+        else:  # onnx2tf writes back into the file it is given: it gets a copy, never the source
+            import shutil
+
+            source_for_tf = os.path.join(self.out_dir, "for-onnx2tf.onnx")
+            shutil.copyfile(source, source_for_tf)
+        inputs, _ = self.onnx_specs(source_for_tf)
+        folder = os.path.join(self.out_dir, "onnx2tf")
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log):
+                onnx2tf.convert(input_onnx_file_path=source_for_tf, output_folder_path=folder, non_verbose=True,
+                                output_signaturedefs=True,
+                                keep_ncw_or_nchw_or_ncdhw_input_names=[s["name"] for s in inputs if len(s.get("shape") or []) in (3, 4, 5)])
+        except BaseException as exc:  # onnx2tf exits (SystemExit) on some failures
+            self._converter_log = log.getvalue()[-4000:]
+            raise self.hop_failure("onnx2tf-tflite" if step == "onnx2tf_tflite" else "onnx2tf-savedmodel",
+                                   exc if isinstance(exc, Exception) else RuntimeError(f"onnx2tf exited ({exc})")) from None
+        return folder
+
     # -- onnx -> TensorRT plan ---------------------------------------------------------------
 
     def step_trt(self, source: str) -> str:
@@ -950,10 +1224,56 @@ class _Work:
             # the meta's names in order, so the meta keeps the source's names where the counts agree
             inputs = _renamed(inputs, self.meta.get("inputs"))
             outputs = _renamed(outputs, self.meta.get("outputs"))
+        elif to == "savedmodel":
+            inputs, outputs = self.savedmodel_specs(path)
+            inputs = _renamed(inputs, self.meta.get("inputs"))
+            outputs = _renamed(outputs, self.meta.get("outputs"))
         else:
             found = self.checks.get("trt") or {}
             inputs, outputs = found.get("inputs") or self.meta.get("inputs"), found.get("outputs") or self.meta.get("outputs")
+        inputs, outputs = self.carried(inputs, self.meta.get("inputs")), self.carried(outputs, self.meta.get("outputs"))
         return {"inputs": _with_layout(inputs, self.meta.get("inputs")), "outputs": _with_layout(outputs, self.meta.get("outputs"))}
+
+    def carried(self, found: list[dict] | None, declared: list[dict] | None) -> list[dict] | None:
+        """The output file's specs with the source meta's declared dims where the file left them dynamic
+        (a converter that loses a fixed dim does not make it dynamic); CRError where they contradict."""
+        if not found or not declared or len(found) != len(declared):
+            return found
+        return [{**f, "shape": _carried_shape(f.get("shape"), d.get("shape"), f"{self.ref}: {f.get('name')!r}")}
+                if f.get("shape") is not None else f for f, d in zip(found, declared)]
+
+    def savedmodel_specs(self, path: str) -> tuple[list[dict], list[dict]]:
+        import tensorflow as tf
+
+        fn = tf.saved_model.load(path).signatures["serving_default"]
+        kwargs = fn.structured_input_signature[1]
+
+        def spec(name, t):
+            return {"name": name, "shape": [_dim(d) for d in t.shape.as_list()], "dtype": t.dtype.name}
+
+        return ([spec(n, kwargs[n]) for n in sorted(kwargs)],
+                [spec(n, t) for n, t in sorted(fn.structured_outputs.items())])
+
+
+def _carried_shape(found: list | None, declared: list | None, what: str) -> list | None:
+    """found with declared's fixed dims where found is dynamic; CRError when a fixed dim of each disagrees
+    (or the ranks differ)."""
+    if found is None or declared is None:
+        return found if found is not None else declared
+    import json
+
+    why = CRError(f"{what} is declared with shape {json.dumps(declared)} in the model meta, but the file has "
+                  f"{json.dumps([_dim(f) for f in found])}",
+                  hint="fix the shape in the model meta (null for a dynamic dim), or give the file the declared shape")
+    if len(found) != len(declared):
+        raise why
+    out = []
+    for f, d in zip(found, declared):
+        f, d = _dim(f), _dim(d)
+        if f is not None and d is not None and f != d:
+            raise why
+        out.append(f if f is not None else d)
+    return out
 
 
 def _renamed(found: list[dict], declared: list[dict] | None) -> list[dict]:
