@@ -72,7 +72,9 @@ class SyntheticInputs(InputProvider):
             else:
                 raise CRError(
                     f"input {spec['name']!r} has a dynamic dim {d!r} at position {i}; synthetic inputs need a size",
-                    hint="declare a concrete shape in the model meta's inputs",
+                    hint="give the model a dataset (--dataset REF: its samples set the size); a model whose inputs "
+                         "really are of one size declares it in its meta's inputs, and cr compile carries it into "
+                         "every compiled version",
                 )
         return tuple(out)
 
