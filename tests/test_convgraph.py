@@ -262,6 +262,15 @@ def test_lenet_onnx_to_tflite_and_savedmodel_through_onnx2tf(compile_cr, run_cr)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["validation"]["outcome"] == "PASS"
 
+    # parity across the four CPU stacks in one command: each backend runs the version it
+    # loads (tensorflow the compiled SavedModel), and the table says which ran where
+    done = run_cr("validate", "model", "lenet-digits", "--parity", "onnxruntime,torch,tflite,tensorflow", timeout=900)
+    assert done.returncode == 0, done.stderr
+    title = done.stdout.splitlines()[0]
+    assert f"{record['output']['ref']} (tensorflow)" in title and "model:lenet-digits@1.0.0 (onnxruntime, torch, tflite)" in title, title
+    assert [line.split()[2] for line in done.stdout.splitlines()[2:5]] == ["torch", "tflite", "tensorflow"], done.stdout
+    assert all(line.rstrip().endswith("ok") for line in done.stdout.splitlines()[2:5]), done.stdout
+
 
 @pytest.mark.slow
 def test_lenet_int8_tflite_through_a_savedmodel(compile_cr, run_cr):

@@ -348,8 +348,13 @@ def validate(ref, backend, variant, dataset, split, options, lock_file, out, as_
             inputs = p.get("inputs") or {}
             fed = (f"synthetic inputs, seed {inputs.get('seed')}" if inputs.get("provider") == "synthetic"
                    else f"{inputs.get('dataset')} ({inputs.get('split')})" if inputs.get("dataset") else "")
+            runs = p.get("runs") or []
+            ran = list(dict.fromkeys(r.get("model") for r in runs if r.get("model")))
+            # each backend runs the version it loads (a compiled one for a format the source lacks)
+            what = ran[0] if len(ran) == 1 else ", ".join(
+                f"{m} ({', '.join(r['backend'] for r in runs if r.get('model') == m)})" for m in ran) or record['components'][0]['ref']
             output.table(["BACKENDS", "SAMPLES", "MAX ABS DIFF", "MAX REL DIFF", "AGREEMENT", ""], rows,
-                         title=f"parity of {record['components'][0]['ref']} (atol {p.get('atol', p.get('tolerance', 0)):g}, "
+                         title=f"parity of {what} (atol {p.get('atol', p.get('tolerance', 0)):g}, "
                                f"rtol {p.get('rtol', 0):g}{'; ' + fed if fed else ''})")
 
         finish(record, out, as_json, table)

@@ -58,7 +58,7 @@ def parity(ref: str, backends: list[str], params: dict | None = None, variant: s
         first_lock = first_lock or rec.get("lock")
         for c in rec["components"]:
             components.setdefault(c["ref"], c)
-        members.append({"backend": b, "variant": target.meta.get("variant"), "status": rec["status"],
+        members.append({"backend": b, "model": target.model["ref"], "variant": target.meta.get("variant"), "status": rec["status"],
                         "uid": rec["uid"], "validation": _summary(rec.get("validation")), "backend_info": rec["backend"].get("info"),
                         "error": rec.get("error")})
         if rec["status"] != "ok":
