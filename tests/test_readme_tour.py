@@ -77,6 +77,8 @@ def test_every_tour_command_works_after_the_main_job(tmp_path, cr_home):
                 assert "my script ran with torch" in done.stdout
             if part.startswith("cr run model efficientnet-lite0"):
                 assert "photo.jpg" in done.stdout and " 285 (Egyptian cat) " in done.stdout, done.stdout
+            if part.startswith("cr validate model lenet-digits --parity onnxruntime,torch,tflite,tensorflow"):
+                assert "lenet-digits@1.0.0+savedmodel (tensorflow)" in done.stdout and "onnxruntime vs tensorflow" in done.stdout, done.stdout
             if part.startswith("cr reproduce"):
                 assert "outcome: PASS" in done.stdout
     assert (work / "r.json").is_file() and (work / "lenet-digits-torch-1.0.0.cr.zip").is_file()
