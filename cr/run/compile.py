@@ -214,8 +214,10 @@ class CompileHost(ActionHost):
 
     def where(self, run) -> tuple[None, dict | None, str]:
         """(None, env, interpreter): a solution's lock (python/env given), else the lock of
-        what the conversion needs here (compile_requirements), made on the way. The record's
-        lock stays null (the compiled component's provenance names its tools)."""
+        what the conversion needs here (compile_requirements), made on the way; for a chain of
+        2+ hops, one lock per hop (run.state["hop_envs"]: launch runs a child in each) and the
+        first hop's is returned. The record's lock stays null (the compiled component's
+        provenance names its tools, a chain's path each hop's environment)."""
         from ..runtime.model import locate, sha256
 
         python, env = run.extra.get("python"), run.extra.get("env")

@@ -5,7 +5,9 @@ job (built by cr.run.compile):
      "dataset": {"ref", "meta", "dir", "split", "limit"} | None   (calibration samples),
      "params": {"to", "precision", "quantization", "calibration_samples", "options", "seed",
                 "counterpart": {"variant", "file", "sha256"} | absent   (the model's own variant made by
-                the same conversion of the same source: the output is compared with it)},
+                the same conversion of the same source: the output is compared with it),
+                "hop": {"index", "count", "input"} | absent   (one hop of a chain, run in its own
+                environment: main's docstring)},
      "out_dir": a directory the host made, "out_file": the output's file name in it}
 ->  {"output": {"file", "format", "precision", "inputs", "outputs", "bytes", "sha256"},
      "conversion", "steps", "options" (as applied, defaults included), "checks", "tools"}
