@@ -411,3 +411,41 @@ def test_a_runtime_computed_pad_fails_naming_the_hop_and_the_op(compile_cr, cr_h
     assert len(errors) == 2, done.stderr
     assert errors[0].startswith("Error: hop onnx2tf-tflite failed converting model:same@1.0.0 at op Flex"), errors[0]
     assert _nothing_added(cr_home, "same")
+
+
+@pytest.mark.slow
+def test_a_hop_failing_in_its_own_child_names_the_hop_and_the_op(compile_cr, cr_home, tmp_path):
+    """The same SAME-padded net as a state dict, exported by the TorchScript exporter (-O dynamo=false):
+    the export hop's child succeeds, the onnx2tf hop's child fails at a Flex op; the error names that
+    hop, the record keeps the first hop with its environment, and nothing is left behind."""
+    pytest.importorskip("onnx2tf")
+    torch = pytest.importorskip("torch")
+    import hashlib
+
+    from cr import api
+
+    namespace: dict = {}
+    exec(SAME_PADDED, namespace)
+    torch.manual_seed(0)
+    repo = make_repo(tmp_path / "r", "r")
+    folder = repo / "model/same/1.0.0"
+    folder.mkdir(parents=True)
+    (folder / "net.py").write_text(SAME_PADDED + "\n\ndef build():\n    return Same()\n")
+    torch.save(namespace["Same"]().state_dict(), folder / "net.pt")
+    make_component(repo, "model", "same", format="torch-state-dict", file="net.pt",
+                   files={p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()},
+                   architecture={"file": "net.py", "factory": "build"},
+                   inputs=[{"name": "input", "shape": [None, 1, 16, 16], "dtype": "float32", "layout": "NCHW"}],
+                   outputs=[{"name": "logits", "shape": [None, 3], "dtype": "float32"}])
+    api.repo_add(repo)
+    out = tmp_path / "r.json"
+    done = compile_cr("model", "same", "--to", "tflite", "-O", "dynamo=false", "-o", out)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = _errors(done)
+    assert len(errors) == 2, done.stderr
+    assert errors[0].startswith("Error: hop onnx2tf-tflite failed converting model:same@1.0.0 at op Flex"), errors[0]
+    record = json.loads(out.read_text())
+    assert record["status"] == "failed" and record["output"] is None
+    assert [h["hop"] for h in record["path"]] == ["torch-export"] and record["path"][0]["passed"] is True
+    assert "torch" in _names(record["path"][0]["environment"]["software"])
+    assert _nothing_added(cr_home, "same") and not list((cr_home / "tmp").glob("compile-*"))
