@@ -281,10 +281,59 @@ def test_lenet_int8_tflite_through_a_savedmodel(compile_cr, run_cr):
     assert record["path"][1]["top1_agreement"] >= 0.95 and record["checks"]["calibration"]["samples"] == 100
     end = record["checks"]["end_to_end"]  # the chain's output against the source onnx itself
     assert end["against"] == "onnx" and end["samples"] == 100 and end["passed"] is True and end["top1_agreement"] >= 0.95
+    assert end["reference"] == "saved by the first hop"  # the last hop's child never ran the source
+    first, second = (_names(h["environment"]["software"]) for h in record["path"])  # one child per hop, each its own lock
+    assert {"onnx2tf", "onnx"} <= first and "onnx2tf" not in second and "torch" not in first | second
+    assert record["path"][0]["environment"]["lock"] != record["path"][1]["environment"]["lock"]
+    assert record["quantization"]["against"] and record["quantization"]["bytes"]  # the int8 report, from the last child
+    assert meta["provenance"]["path"] == record["path"]
     assert meta["precision"] == "int8" and "int8" in meta["tags"] and record["output"]["ref"].endswith("+tflite.int8")
     x = _digits()
     want = _ort(LENET / "lenet-digits.onnx", x)
     assert (_tflite(path, x).argmax(1) == want.argmax(1)).mean() >= 0.95
+
+
+def _names(software: list[str]) -> set[str]:
+    return {s.split("==")[0] for s in software}
+
+
+def test_each_hop_of_a_chain_gets_the_lock_of_what_it_needs(cr_home):
+    """torch-state-dict -> onnx -> tflite: the export's lock has torch and no onnx2tf, onnx2tf's has
+    onnx2tf and no torch (tools of different hops need not coexist in one environment)."""
+    from cr.run.compile import _hop_envs
+    from cr.runtime.actions.compile import plan
+
+    the_plan = plan("torch-state-dict", "tflite")
+    envs = _hop_envs("model:lenet-digits@1.0.0", the_plan["path"], the_plan["precision"], "tflite", False)
+    export, onnx2tf = (e["environment"] for e in envs)
+    assert "torch" in _names(export["software"]) and "onnx2tf" not in _names(export["software"])
+    assert "onnx2tf" in _names(onnx2tf["software"]) and "torch" not in _names(onnx2tf["software"])
+    assert "software:onnxscript" in export["requires"] and "software:onnx2tf" in onnx2tf["requires"]
+    assert export["lock"] != onnx2tf["lock"] and all(e["interpreter"] for e in (export, onnx2tf))
+    assert all(isinstance(e["env"], dict) and e["python"] == e["environment"]["interpreter"] for e in envs)
+
+
+@pytest.mark.slow
+def test_lenet_state_dict_to_tflite_one_child_per_hop(compile_cr, run_cr, cr_home):
+    """torch export, then onnx2tf, each in its own child and lock; the chain's output is checked
+    against the state dict's own outputs, saved by the first child (the last has no torch in its lock)."""
+    pytest.importorskip("onnx2tf")
+    pytest.importorskip("torch")
+    record, meta, path = _compiled(compile_cr, run_cr, "--variant", "state-dict", "--to", "tflite")
+    assert [(h["hop"], h["from"], h["to"]) for h in record["path"]] == [
+        ("torch-export", "torch-state-dict", "onnx"), ("onnx2tf-tflite", "onnx", "tflite")]
+    export, onnx2tf = (_names(h["environment"]["software"]) for h in record["path"])
+    assert "torch" in export and "onnx2tf" not in export and "onnx2tf" in onnx2tf and "torch" not in onnx2tf
+    assert all(h["passed"] is True and h["max_abs_diff"] < 1e-4 for h in record["path"])
+    end = record["checks"]["end_to_end"]
+    assert end["against"] == "torch-state-dict" and end["reference"] == "saved by the first hop"
+    assert end["passed"] is True and end["max_abs_diff"] < 1e-4 and end["samples"] == 3
+    assert record["tools"]["torch"] and record["tools"]["onnx2tf"]  # every child's tools
+    assert meta["provenance"]["path"] == record["path"] and meta["provenance"]["options"]["dynamo"] is True
+    assert not list((cr_home / "tmp").glob("compile-*"))  # the intermediate onnx and the saved reference went with the work dir
+    x = _digits()
+    want = _ort(LENET / "lenet-digits.onnx", x)
+    assert np.abs(_tflite(path, x) - want).max() < 1e-4
 
 
 @pytest.mark.slow
@@ -362,3 +411,41 @@ def test_a_runtime_computed_pad_fails_naming_the_hop_and_the_op(compile_cr, cr_h
     assert len(errors) == 2, done.stderr
     assert errors[0].startswith("Error: hop onnx2tf-tflite failed converting model:same@1.0.0 at op Flex"), errors[0]
     assert _nothing_added(cr_home, "same")
+
+
+@pytest.mark.slow
+def test_a_hop_failing_in_its_own_child_names_the_hop_and_the_op(compile_cr, cr_home, tmp_path):
+    """The same SAME-padded net as a state dict, exported by the TorchScript exporter (-O dynamo=false):
+    the export hop's child succeeds, the onnx2tf hop's child fails at a Flex op; the error names that
+    hop, the record keeps the first hop with its environment, and nothing is left behind."""
+    pytest.importorskip("onnx2tf")
+    torch = pytest.importorskip("torch")
+    import hashlib
+
+    from cr import api
+
+    namespace: dict = {}
+    exec(SAME_PADDED, namespace)
+    torch.manual_seed(0)
+    repo = make_repo(tmp_path / "r", "r")
+    folder = repo / "model/same/1.0.0"
+    folder.mkdir(parents=True)
+    (folder / "net.py").write_text(SAME_PADDED + "\n\ndef build():\n    return Same()\n")
+    torch.save(namespace["Same"]().state_dict(), folder / "net.pt")
+    make_component(repo, "model", "same", format="torch-state-dict", file="net.pt",
+                   files={p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()},
+                   architecture={"file": "net.py", "factory": "build"},
+                   inputs=[{"name": "input", "shape": [None, 1, 16, 16], "dtype": "float32", "layout": "NCHW"}],
+                   outputs=[{"name": "logits", "shape": [None, 3], "dtype": "float32"}])
+    api.repo_add(repo)
+    out = tmp_path / "r.json"
+    done = compile_cr("model", "same", "--to", "tflite", "-O", "dynamo=false", "-o", out)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = _errors(done)
+    assert len(errors) == 2, done.stderr
+    assert errors[0].startswith("Error: hop onnx2tf-tflite failed converting model:same@1.0.0 at op Flex"), errors[0]
+    record = json.loads(out.read_text())
+    assert record["status"] == "failed" and record["output"] is None
+    assert [h["hop"] for h in record["path"]] == ["torch-export"] and record["path"][0]["passed"] is True
+    assert "torch" in _names(record["path"][0]["environment"]["software"])
+    assert _nothing_added(cr_home, "same") and not list((cr_home / "tmp").glob("compile-*"))

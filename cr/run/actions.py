@@ -195,7 +195,7 @@ def run_action(
     )
     try:
         host.before_launch(run, job, record)
-        result, latencies = launch.run_job(job, python=python, env=env, timeout=run.params.get("timeout_s"))
+        result, latencies = host.launch(run, job, python, env)
         records.complete(record, result, latencies)
         host.after_child(run, record, result)
     finally:

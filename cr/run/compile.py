@@ -214,13 +214,19 @@ class CompileHost(ActionHost):
 
     def where(self, run) -> tuple[None, dict | None, str]:
         """(None, env, interpreter): a solution's lock (python/env given), else the lock of
-        what the conversion needs here (compile_requirements), made on the way. The record's
-        lock stays null (the compiled component's provenance names its tools)."""
+        what the conversion needs here (compile_requirements), made on the way; for a chain of
+        2+ hops, one lock per hop (run.state["hop_envs"]: launch runs a child in each) and the
+        first hop's is returned. The record's lock stays null (the compiled component's
+        provenance names its tools, a chain's path each hop's environment)."""
         from ..runtime.model import locate, sha256
 
         python, env = run.extra.get("python"), run.extra.get("env")
         source, model, to = run.state["source"], run.target.model, run.params["to"]
-        if python is None and env is None:
+        hops = run.state["plan"].get("path") or []
+        if python is None and env is None and len(hops) > 1:  # a chain: each hop in the lock of what it needs
+            run.state["hop_envs"] = _hop_envs(model["ref"], hops, run.state["plan"]["precision"], to, run.install)
+            python, env = run.state["hop_envs"][0]["python"], run.state["hop_envs"][0]["env"]
+        elif python is None and env is None:
             from ..resolve.compose import compose
             from .target import model_lock
 
@@ -235,6 +241,28 @@ class CompileHost(ActionHost):
         # the model's own variant from the same conversion of the same file: the output is compared with it
         run.state["counterpart"] = _counterpart(model, source, run.state["source_file"], run.state["plan"], search)
         return None, env, python or sys.executable
+
+    def launch(self, run, job, python: str, env: dict | None) -> tuple[dict, None]:
+        """One child, or for a chain whose hops have their own locks (where) one child per hop:
+        hop i's output stays in the work directory as hop i+1's input; the first child saves the
+        source's outputs on the check inputs, the last compares the final output with them."""
+        hop_envs = run.state.get("hop_envs")
+        timeout = run.params.get("timeout_s")
+        if not hop_envs:
+            return launch.run_job(job, python=python, env=env, timeout=timeout)
+        base, results, current, clock = dict(job.params or {}), [], None, time.monotonic()
+        for index, hop_env in enumerate(hop_envs):
+            job.params = {**base, "hop": {"index": index, "count": len(hop_envs), "input": current}}
+            left = None if timeout is None else max(1.0, float(timeout) - (time.monotonic() - clock))
+            result, _ = launch.run_job(job, python=hop_env["python"], env=hop_env["env"], timeout=left)
+            for entry in result.get("path") or []:
+                entry["environment"] = hop_env["environment"]
+            results.append(result)
+            if result.get("status") != "ok":
+                break
+            current = result.get("intermediate")
+        job.params = base
+        return _joined(results, hop_envs), None
 
     def config(self, run) -> dict:
         source, the_plan, ds = run.state["source"], run.state["plan"], run.target.dataset
@@ -290,6 +318,46 @@ class CompileHost(ActionHost):
         if "out_dir" in run.state:
             shutil.rmtree(run.state["out_dir"], ignore_errors=True)
             record["duration_s"] = round(time.monotonic() - run.state["clock"], 3)
+
+
+def _hop_envs(ref: str, hops: list[dict], precision: str, to: str, install: bool) -> list[dict]:
+    """Per hop of a chain: {python, env, environment} of the lock of what that hop needs: its software
+    and the frameworks that run its input and its output (its check runs both; compile_requirements).
+    Tools of different hops need not coexist (onnx2tf pins its own onnx and tf-keras)."""
+    from ..resolve.compose import compose
+    from .target import model_lock
+
+    found = []
+    for index, hop in enumerate(hops):
+        last = index == len(hops) - 1
+        needs = compile_requirements(hop["from"], hop["to"], precision if last else "fp32") + tuple(hop.get("software") or ())
+        the_lock = model_lock(ref, tuple(dict.fromkeys(needs)), f"compiling to {to} (hop {hop['hop']})", install)
+        if the_lock is None:  # no recipe offers it here: cr's own interpreter, where the tool says what is missing
+            found.append({"python": sys.executable, "env": None,
+                          "environment": {"lock": None, "interpreter": sys.executable, "requires": list(needs), "software": []}})
+            continue
+        software = [f"{s['name']}=={s['version']}" for s in the_lock.get("software") or []]
+        found.append({"python": the_lock["interpreter"], "env": compose(the_lock),
+                      "environment": {"lock": Path(the_lock["path"]).stem if the_lock.get("path") else None,
+                                      "interpreter": the_lock["interpreter"], "requires": the_lock.get("requires"),
+                                      "software": software}})
+    return found
+
+
+def _joined(results: list[dict], hop_envs: list[dict]) -> dict:
+    """The result of a chain run hop by hop: the last child's (its output, the end-to-end check, the
+    int8 report), every child's path entries, checks, tools and failed checks; a failed child's error."""
+    out = dict(results[-1])
+    out["path"] = [entry for r in results for entry in r.get("path") or []]
+    checks, tools, options, failed = {}, {}, {}, []
+    for r in results:
+        checks.update(r.get("checks") or {})
+        tools.update({k: v for k, v in (r.get("tools") or {}).items() if v is not None})
+        options.update({k: v for k, v in (r.get("options") or {}).items() if v is not None or k not in options})
+        failed += r.get("failed_checks") or []
+    out.update(checks=checks or None, tools=tools or None, options=options or None, failed_checks=failed)
+    out.pop("intermediate", None)
+    return out
 
 
 def _counterpart(model: dict, source: dict, source_file: dict, the_plan: dict, search: list[str]) -> dict | None:

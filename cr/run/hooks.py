@@ -15,6 +15,7 @@ overrides only what it needs):
     where(run)                   (lock, env, interpreter) the child runs with
     config(run)                  the record's "config"
     before_launch(run, job, record)   adjust the job (log or output folders) and the record
+    launch(run, job, python, env)     run the child(ren): (result, latencies) (compile: one child per hop of a chain)
     after_child(run, record, result)  what the child's result means on the host (store a trace,
                                  register a compiled model); the record is then written/stored
     cleanup(run, record)         always, after the child (remove work folders)
@@ -114,6 +115,12 @@ class ActionHost:
     def before_launch(self, run: ActionRun, job, record: dict) -> None:
         pass
 
+    def launch(self, run: ActionRun, job, python: str, env: dict | None):
+        """(result, latencies) of the child run for job (cr.run.launch.run_job)."""
+        from . import launch
+
+        return launch.run_job(job, python=python, env=env, timeout=run.params.get("timeout_s"))
+
     def after_child(self, run: ActionRun, record: dict, result: dict) -> None:
         pass
 
@@ -123,7 +130,7 @@ class ActionHost:
 
 # hook -> its parameters after self (what run_action passes)
 HOOKS = {"settle": ("run",), "check": ("run",), "requirements": ("run",), "where": ("run",), "config": ("run",),
-         "before_launch": ("run", "job", "record"), "after_child": ("run", "record", "result"),
+         "before_launch": ("run", "job", "record"), "launch": ("run", "job", "python", "env"), "after_child": ("run", "record", "result"),
          "cleanup": ("run", "record")}
 
 

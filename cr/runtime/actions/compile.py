@@ -5,7 +5,9 @@ job (built by cr.run.compile):
      "dataset": {"ref", "meta", "dir", "split", "limit"} | None   (calibration samples),
      "params": {"to", "precision", "quantization", "calibration_samples", "options", "seed",
                 "counterpart": {"variant", "file", "sha256"} | absent   (the model's own variant made by
-                the same conversion of the same source: the output is compared with it)},
+                the same conversion of the same source: the output is compared with it),
+                "hop": {"index", "count", "input"} | absent   (one hop of a chain, run in its own
+                environment: main's docstring)},
      "out_dir": a directory the host made, "out_file": the output's file name in it}
 ->  {"output": {"file", "format", "precision", "inputs", "outputs", "bytes", "sha256"},
      "conversion", "steps", "options" (as applied, defaults included), "checks", "tools"}
@@ -222,6 +224,9 @@ def _planned(conversion, steps, label, precision, quantization, options, needs_d
 # ---------------------------------------------------------------------------- the child
 
 def main(job: dict) -> dict:
+    """Run the conversion; with params["hop"] = {"index", "count", "input"} only that hop of a chain
+    (cr.run.compile runs each hop in its own environment): a hop before the last returns
+    "intermediate" (its output's name in out_dir, the next hop's input) and leaves it there."""
     spec, params = job["model"], dict(job.get("params") or {})
     ref, meta = spec.get("ref", "the model"), dict(spec["meta"])
     the_plan = plan(meta.get("format"), params["to"], params.get("precision"), params.get("quantization"),
@@ -230,10 +235,20 @@ def main(job: dict) -> dict:
 
     located = model_files.locate(meta, spec.get("dir"), ref)
     work = _Work(job, meta, ref, located["path"], the_plan)
-    work.check_declared(located["path"])
+    hops = the_plan.get("path") or [{} for _ in the_plan["steps"]]
+    one = params.get("hop")  # one hop of a chain, in its own environment
+    indices = range(len(hops)) if one is None else [int(one["index"])]
+    first, last = indices[0] == 0, indices[-1] == len(hops) - 1
     current = located["path"]
+    if first:
+        work.check_declared(located["path"])
+    else:
+        current, work.fmt = os.path.join(job["out_dir"], one["input"]), hops[indices[0]]["from"]
+    if one is not None and first and len(hops) > 1:  # the source's outputs, for the last hop's end-to-end check
+        work.save_reference(located["path"])
     path = []
-    for step, hop in zip(the_plan["steps"], the_plan.get("path") or [{} for _ in the_plan["steps"]]):
+    for index in indices:
+        step, hop = the_plan["steps"][index], hops[index]
         clock, before = time.monotonic(), work.fmt
         try:
             current = getattr(work, "step_" + step)(current)
@@ -246,15 +261,19 @@ def main(job: dict) -> dict:
             raise work.hop_failure(hop["hop"], exc) from exc
         work.fmt = convgraph.STEP_WRITES.get(step, work.fmt)
         path.append(work.hop_record(step, {"from": before, **hop}, round(time.monotonic() - clock, 3)))
+    if not last:  # the next hop's child reads it from out_dir
+        return {"path": path, "intermediate": os.path.relpath(current, job["out_dir"]), "options": work.options,
+                "checks": work.checks, "failed_checks": work.failures, "tools": work.tools}
     final = os.path.join(job["out_dir"], job["out_file"])
     if os.path.abspath(current) != os.path.abspath(final):
         os.replace(current, final)
     quantization = _quantization(work, final) if the_plan["precision"] == "int8" else None
-    for leftover in os.listdir(job["out_dir"]):  # intermediates (pre-processed, exported) go
+    reference = work.load_reference() if one is not None and len(hops) > 1 else None
+    for leftover in os.listdir(job["out_dir"]):  # intermediates (pre-processed, exported, earlier hops') go
         if leftover != job["out_file"]:
             _remove(os.path.join(job["out_dir"], leftover))
-    if len(path) > 1:  # a chain: its output against the source itself, not only each hop against its input
-        work.end_to_end(located["path"], final)
+    if len(hops) > 1:  # a chain: its output against the source itself, not only each hop against its input
+        work.end_to_end(located["path"], final, reference)
     io = work.io(final)
     if params.get("counterpart"):
         work.compare_counterpart(final, params["counterpart"])
@@ -454,9 +473,49 @@ class _Work:
                 backend.close()
         raise CRError(f"cr compile does not run {fmt} models to check them")
 
-    def end_to_end(self, source: str, final: str) -> None:
+    # the end-to-end check of a chain whose hops run in separate children: the first saves the check
+    # inputs and the source's outputs on them here, the last compares the final output with them
+    REFERENCE = "end-to-end-reference.npz"
+
+    def _e2e_batches(self, specs: list[dict]) -> list[dict]:
+        fixed = self._fixed_batch(specs)
+        return self.check_batches(specs, fixed) if self.plan["precision"] == "int8" else [self.check_batch(specs, fixed or 3)]
+
+    def save_reference(self, source: str) -> None:
+        """Save the end-to-end check's batches and the source's outputs on them (REFERENCE in out_dir)."""
+        import numpy as np
+
+        specs = [dict(s) for s in self.meta.get("inputs") or []]
+        if not specs or self.job["params"]["to"] not in ("onnx", "tflite", "savedmodel"):
+            return  # end_to_end says why it is not judged
+        batches = self._e2e_batches(specs)
+        want = _concat([self.outputs(self.fmt, source, b) for b in batches])
+        arrays = {f"in.{b}.{n}": np.asarray(a) for b, batch in enumerate(batches) for n, a in enumerate(batch.values())}
+        for k, out in enumerate(want):  # a non-tensor output (a ZipMap) is kept as an empty void array: not compared
+            tensor = hasattr(out, "dtype") and out.dtype.kind in "fiub"
+            arrays[f"out.{k}"] = np.asarray(out) if tensor else np.zeros(0, dtype="V1")
+        np.savez(os.path.join(self.out_dir, self.REFERENCE), **arrays)
+
+    def load_reference(self) -> tuple[list[dict], list] | None:
+        """(batches, the source's outputs) saved by the first hop's child; None when it saved none."""
+        import numpy as np
+
+        file = os.path.join(self.out_dir, self.REFERENCE)
+        if not os.path.isfile(file):
+            return None
+        names = [s["name"] for s in self.meta.get("inputs") or []]
+        with np.load(file) as saved:
+            keys = list(saved.keys())
+            count = 1 + max(int(k.split(".")[1]) for k in keys if k.startswith("in."))
+            batches = [{name: saved[f"in.{b}.{n}"] for n, name in enumerate(names)} for b in range(count)]
+            want = [saved[f"out.{k}"] for k in range(sum(k.startswith("out.") for k in keys))]
+        return batches, want
+
+    def end_to_end(self, source: str, final: str, reference: tuple[list[dict], list] | None = None) -> None:
         """checks["end_to_end"]: a chain's output against its source on the same inputs, judged as a
-        single conversion's output is (fp32: max |diff| within atol; int8: top-1 agreement)."""
+        single conversion's output is (fp32: max |diff| within atol; int8: top-1 agreement).
+        reference: the batches and the source's outputs saved by the first hop's child (the source's
+        framework need not be here); else the source runs here."""
         fmt, to = self.meta.get("format"), self.job["params"]["to"]
         specs = [dict(s) for s in self.meta.get("inputs") or []]
         check = {"against": fmt}
@@ -464,9 +523,12 @@ class _Work:
         if not specs or to not in ("onnx", "tflite", "savedmodel"):
             check.update(passed=None, not_judged="the source declares no inputs" if not specs else f"{to} files are not run here")
             return
-        fixed = self._fixed_batch(specs)
-        batches = self.check_batches(specs, fixed) if self.plan["precision"] == "int8" else [self.check_batch(specs, fixed or 3)]
-        want = _concat([self.outputs(fmt, source, b) for b in batches])
+        if reference is not None:
+            batches, want = reference
+            check["reference"] = "saved by the first hop"
+        else:
+            batches = self._e2e_batches(specs)
+            want = _concat([self.outputs(fmt, source, b) for b in batches])
         got = _concat([self.outputs(to, final, b) for b in batches])
         check.update(max_abs_diff=_max_diff(want, got), top1_agreement=_agreement(want, got),
                      samples=sum(len(next(iter(b.values()))) for b in batches))
