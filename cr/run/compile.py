@@ -42,6 +42,7 @@ nothing, unless allow_degraded (see compile_model).
 from __future__ import annotations
 
 import os
+import platform
 import secrets
 import shutil
 import sys
@@ -334,12 +335,13 @@ def _hop_envs(ref: str, hops: list[dict], precision: str, to: str, install: bool
         the_lock = model_lock(ref, tuple(dict.fromkeys(needs)), f"compiling to {to} (hop {hop['hop']})", install)
         if the_lock is None:  # no recipe offers it here: cr's own interpreter, where the tool says what is missing
             found.append({"python": sys.executable, "env": None,
-                          "environment": {"lock": None, "interpreter": sys.executable, "requires": list(needs), "software": []}})
+                          "environment": {"lock": None, "python": platform.python_version(), "requires": list(needs), "software": []}})
             continue
         software = [f"{s['name']}=={s['version']}" for s in the_lock.get("software") or []]
         found.append({"python": the_lock["interpreter"], "env": compose(the_lock),
                       "environment": {"lock": Path(the_lock["path"]).stem if the_lock.get("path") else None,
-                                      "interpreter": the_lock["interpreter"], "requires": the_lock.get("requires"),
+                                      # the Python version, not the interpreter's path: provenance travels in archives
+                                      "python": (the_lock.get("platform") or {}).get("python"), "requires": the_lock.get("requires"),
                                       "software": software}})
     return found
 
