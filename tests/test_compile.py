@@ -14,14 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import _env, make_component, make_repo
+from conftest import make_component, make_repo
 
 np = pytest.importorskip("numpy")
 
 # The command runs through main() with `compile` added, so this file tests it whether or
 # not cr/cli/main.py registers it yet (adding it again is a no-op once it does).
-SHIM = ("import sys\nfrom cr.cli.main import cli, main\nfrom cr.cli.compile import compile_\n"
-        "cli.add_command(compile_)\nmain(sys.argv[1:])\n")
 NET = '''
 from torch import nn
 
@@ -43,11 +41,9 @@ EXPECTED = {"top1": {"value": 0.9, "abs": 0.05}}
 
 
 @pytest.fixture
-def compile_cr(cr_home):
-    def run(*args, timeout: float = 300):
-        return subprocess.run([sys.executable, "-c", SHIM, "compile", *map(str, args)], capture_output=True, text=True,
-                              env=_env({"CR_HOME": str(cr_home)}), timeout=timeout)
-    return run
+def compile_cr(run_cr):
+    """compile_cr(*args) -> CompletedProcess of `cr compile ARGS` (conversions take a while)."""
+    return lambda *args, timeout=300: run_cr("compile", *args, timeout=timeout)
 
 
 def _sha(path: Path) -> str:
@@ -444,8 +440,8 @@ def test_action_meta_is_valid_and_help_imports_no_framework():
     from cr import api
 
     assert api.check(Path(__file__).resolve().parent.parent / "actions/compile").ok
-    code = SHIM.replace("main(sys.argv[1:])", "try:\n    main(['compile', '--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
-                        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'onnxruntime', 'torch', 'tensorflow', 'jsonschema'}))")
+    code = ("import sys\nfrom cr.cli.main import main\ntry:\n    main(['compile', '--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'onnxruntime', 'torch', 'tensorflow', 'jsonschema'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "--quantization" in done.stdout and "--calibration-samples" in done.stdout

@@ -7,26 +7,20 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import _env, make_component, make_repo
+from conftest import make_component, make_repo
 
 np = pytest.importorskip("numpy")
 
-SHIM = ("import sys\nfrom cr.cli.main import cli, main\nfrom cr.cli.compile import compile_\n"
-        "cli.add_command(compile_)\nmain(sys.argv[1:])\n")
 LENET = Path(__file__).resolve().parent.parent / "repo/model/lenet-digits/1.0.0"
 
 
 @pytest.fixture
-def compile_cr(cr_home):
-    def run(*args, timeout: float = 600):
-        return subprocess.run([sys.executable, "-c", SHIM, "compile", *map(str, args)], capture_output=True, text=True,
-                              env=_env({"CR_HOME": str(cr_home)}), timeout=timeout)
-    return run
+def compile_cr(run_cr):
+    """compile_cr(*args) -> CompletedProcess of `cr compile ARGS` (conversions take a while)."""
+    return lambda *args, timeout=600: run_cr("compile", *args, timeout=timeout)
 
 
 def _errors(done) -> list[str]:

@@ -796,11 +796,7 @@ class _Work:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         import tensorflow as tf
 
-        try:
-            import tf2onnx
-        except ImportError as exc:
-            raise CRError(f"converting a frozen TensorFlow graph to ONNX needs tf2onnx, which cannot be imported here ({exc})",
-                          hint="cr install software tf2onnx (or pip install tf2onnx)") from None
+        tf2onnx = _tf2onnx("converting a frozen TensorFlow graph to ONNX")
         from ..backends.tf_graph import load_frozen_graph, read_graph_def, tensor_name
 
         self.tools.update(tensorflow=tf.__version__, tf2onnx=tf2onnx.__version__)
@@ -1095,11 +1091,7 @@ class _Work:
 
     def step_tflite2onnx(self, source: str) -> str:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        try:
-            import tf2onnx
-        except ImportError as exc:
-            raise CRError(f"converting TFLite to ONNX needs tf2onnx, which cannot be imported here ({exc})",
-                          hint="cr install software tf2onnx (or pip install tf2onnx)") from None
+        tf2onnx = _tf2onnx("converting TFLite to ONNX")
         self.tools["tf2onnx"] = tf2onnx.__version__
         out = os.path.join(self.out_dir, "from-tflite.onnx")
         opset = int(self.options["opset"])
@@ -1359,6 +1351,16 @@ def _with_layout(found: list[dict] | None, declared: list[dict] | None) -> list[
             spec["layout"] = d["layout"]
         out.append({k: v for k, v in spec.items() if v is not None})
     return out
+
+
+def _tf2onnx(what: str):
+    """The tf2onnx module, or the CRError saying what needs it and how to get it."""
+    try:
+        import tf2onnx
+    except ImportError as exc:
+        raise CRError(f"{what} needs tf2onnx, which cannot be imported here ({exc})",
+                      hint="cr install software tf2onnx (or pip install tf2onnx)") from None
+    return tf2onnx
 
 
 def _has_nvidia_gpu() -> bool:
