@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import CRError
 from ..runtime import pins
+from ..runtime.model import pin_status
 from ..store.meta import Problem
 
 
@@ -66,7 +67,7 @@ def check_pins(meta_paths: list[str], problems: list[Problem], warnings: list[Pr
         except CRError:
             continue
         ref = f"model:{meta.get('name')}@{meta.get('version')}"
-        state = pins.status(meta, str(Path(meta_path).parent), ref, cached=False)
+        state = pin_status(meta, str(Path(meta_path).parent), ref, cached=False)
         if state is None:
             continue
         out.append({"file": meta_path, "ref": ref, **state})
@@ -84,7 +85,7 @@ def show_pin(info: dict, verify: bool) -> dict | None:
     meta = info.get("meta") or {}
     if meta.get("kind") != "model":
         return None
-    return pins.status(meta, str(info.get("path")), info.get("ref", "the model"), hash_file=verify)
+    return pin_status(meta, str(info.get("path")), info.get("ref", "the model"), hash_file=verify)
 
 
 def archive_pins(info: dict) -> None:
@@ -105,4 +106,4 @@ def archive_pins(info: dict) -> None:
             meta = load_json(meta_path)
         except CRError:
             continue
-        entry["pin_here"] = pins.status(meta, str(meta_path.parent), entry["ref"])
+        entry["pin_here"] = pin_status(meta, str(meta_path.parent), entry["ref"])

@@ -303,6 +303,7 @@ def check_payload(sol: dict, the_lock: dict) -> dict | None:
     another graph); a package this interpreter cannot see is reported, and loading checks
     it again in the child."""
     from ..runtime import pins
+    from ..runtime.model import pin_status
 
     model_ref = sol["meta"].get("model")
     if not model_ref:
@@ -315,7 +316,7 @@ def check_payload(sol: dict, the_lock: dict) -> dict | None:
         value = ((sw.get("exports") or {}) if isinstance(sw, dict) else {}).get("PYTHONPATH")
         paths += [str(p) for p in value] if isinstance(value, list) else str(value or "").split(os.pathsep)
     paths = [p for p in paths if p]
-    state = pins.status(model["meta"], model["path"], model["ref"], paths=paths or None)
+    state = pin_status(model["meta"], model["path"], model["ref"], paths=paths or None)
     if state["state"] == pins.MISMATCH:
         raise pins.PinMismatch(state["message"], hint=pins.mismatch_hint(state, model["ref"]))
     if state["state"] == pins.UNPINNED:

@@ -13,6 +13,7 @@ import importlib.util
 from pathlib import Path
 
 from ..errors import CRError, NotFound
+from . import pins
 
 
 def package_dirs(package: str, paths: list[str] | None = None) -> list[Path]:
@@ -95,9 +96,7 @@ def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths:
             if path.is_file():
                 found = {"path": str(path), "package": package, "package_version": package_version(package, paths)}
                 if verify:
-                    from .pins import verify as verify_pin
-
-                    pin = verify_pin(meta, found, ref)
+                    pin = pins.verify(meta, found, ref)
                     found.update(sha256=pin.get("sha256"), pin=pin.get("state"))
                 return found
         raise NotFound(f"{ref}: the package {package} has no file {inner} (looked in {', '.join(map(str, dirs))})",
@@ -105,6 +104,39 @@ def locate(meta: dict, component_dir: str | None, ref: str = "the model", paths:
     if meta.get("format") is None and not meta.get("source"):
         return {"path": None, "package": None, "package_version": None}  # e.g. a synthetic model for the null backend
     raise CRError(f"{ref} names neither a file nor a source package", hint="add 'file' or 'source': {package, path} to its meta")
+
+
+def pin_status(meta: dict, component_dir: str | None = None, ref: str = "the model", hash_file: bool = True,
+           cached: bool = True, paths: list[str] | None = None) -> dict | None:
+    """The pin state (cr.runtime.pins) of a package-sourced model in this environment, never raising for a
+    mismatch (cr check, cr show, archives): {state, package, path, package_version,
+    pinned_sha256, installed_version, sha256, message}; None for a model that is not
+    package-sourced. hash_file=False reports "pinned" without reading the file."""
+    pin = pins.pin_of(meta)
+    if pin is None:
+        return None
+    out = {"state": None, "package": pin["package"], "path": pin["path"], "package_version": pin["package_version"],
+           "pinned_sha256": pin["sha256"], "installed_version": None, "sha256": None, "message": None}
+    try:
+        located = locate(meta, component_dir, ref, paths, verify=False)
+    except CRError as exc:
+        out.update(state=pins.NOT_INSTALLED, message=exc.message)
+        return out
+    out["installed_version"] = located.get("package_version")
+    if not hash_file:
+        out["state"] = pins.PINNED if (pin["sha256"] or pin["package_version"]) else pins.UNPINNED
+        return out
+    out["sha256"] = pins.file_sha256(located["path"], cached=cached)
+    state, differs = pins.judge(pin, out["installed_version"], out["sha256"])
+    out["state"] = state
+    if state == pins.MISMATCH:
+        out["message"] = pins.mismatch_message(ref, located["path"], pin, out["installed_version"], out["sha256"], differs)
+    elif state == pins.VERIFIED and pin["package_version"] and out["installed_version"] != pin["package_version"]:
+        out["message"] = (f"package {pin['package']} {out['installed_version']} installed, {pin['package_version']} pinned: "
+                          "the same file (sha256 verified)")
+    elif state == pins.UNPINNED:
+        out["message"] = f"{ref}'s file from package {pin['package']} is not pinned (cr hash REF records its sha256)"
+    return out
 
 
 def sha256(path: str | None) -> str | None:

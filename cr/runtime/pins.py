@@ -156,41 +156,6 @@ def mismatch_hint(pin: dict, ref: str = "REF") -> str:
     return f"{install}; or, if this file is the one you mean to trust, re-pin it: cr hash {ref} (on a copy in a repository you can write)"
 
 
-def status(meta: dict, component_dir: str | None = None, ref: str = "the model", hash_file: bool = True,
-           cached: bool = True, paths: list[str] | None = None) -> dict | None:
-    """The pin state of a package-sourced model in this environment, never raising for a
-    mismatch (cr check, cr show, archives): {state, package, path, package_version,
-    pinned_sha256, installed_version, sha256, message}; None for a model that is not
-    package-sourced. hash_file=False reports "pinned" without reading the file."""
-    from .model import locate
-
-    pin = pin_of(meta)
-    if pin is None:
-        return None
-    out = {"state": None, "package": pin["package"], "path": pin["path"], "package_version": pin["package_version"],
-           "pinned_sha256": pin["sha256"], "installed_version": None, "sha256": None, "message": None}
-    try:
-        located = locate(meta, component_dir, ref, paths, verify=False)
-    except CRError as exc:
-        out.update(state=NOT_INSTALLED, message=exc.message)
-        return out
-    out["installed_version"] = located.get("package_version")
-    if not hash_file:
-        out["state"] = PINNED if (pin["sha256"] or pin["package_version"]) else UNPINNED
-        return out
-    out["sha256"] = file_sha256(located["path"], cached=cached)
-    state, differs = judge(pin, out["installed_version"], out["sha256"])
-    out["state"] = state
-    if state == MISMATCH:
-        out["message"] = mismatch_message(ref, located["path"], pin, out["installed_version"], out["sha256"], differs)
-    elif state == VERIFIED and pin["package_version"] and out["installed_version"] != pin["package_version"]:
-        out["message"] = (f"package {pin['package']} {out['installed_version']} installed, {pin['package_version']} pinned: "
-                          "the same file (sha256 verified)")
-    elif state == UNPINNED:
-        out["message"] = f"{ref}'s file from package {pin['package']} is not pinned (cr hash REF records its sha256)"
-    return out
-
-
 def describe(state: dict) -> str:
     """One line for a person: 'verified (mediapipe 0.10.14, sha256 bbff11ce...)'."""
     version = state.get("installed_version") or state.get("package_version") or "?"
