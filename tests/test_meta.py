@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -493,6 +494,19 @@ def test_pathological_regex_is_a_problem_not_a_crash():
     for regex in ("a{99999999999}", "(" * 5000 + ")" * 5000):
         problems = validate(meta("software", detect=[{"type": "executable", "regex": regex}]))
         assert [p.pointer for p in problems] == ["/detect/0/regex"]
+
+
+def test_deeply_nested_regex_is_refused_whatever_the_recursion_limit():
+    """A library in the same process may raise the limit (importing onnx2tf sets 2**31-1):
+    the verdict must not depend on whether re.compile then happens to recurse that deep."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000_000)
+    try:
+        problems = validate(meta("software", detect=[{"type": "executable", "regex": "(" * 5000 + ")" * 5000}]))
+    finally:
+        sys.setrecursionlimit(old)
+    assert [p.pointer for p in problems] == ["/detect/0/regex"]
+    assert validate(meta("software", detect=[{"type": "executable", "regex": "(" * 100 + "x" + ")" * 100}])) == []
 
 
 def test_pathological_marker_and_refs_are_problems_not_crashes():

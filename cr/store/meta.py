@@ -117,14 +117,45 @@ def _is_model_format(value: object) -> bool:
     return not isinstance(value, str) or (len(value) <= 64 and _MODEL_FORMAT.fullmatch(value) is not None)
 
 
+_REGEX_DEPTH = 100  # groups nested deeper are refused (re's parser recurses once per level)
+
+
 def _is_regex(value: object) -> bool:
     if not isinstance(value, str):
         return True
+    if _group_depth(value) > _REGEX_DEPTH:
+        # decided here, not by a RecursionError: whether re.compile recurses too deep depends
+        # on the process's recursion limit, which a library may raise (onnx2tf sets 2**31-1)
+        return False
     try:
         re.compile(value)
         return True
-    except (re.error, OverflowError, RecursionError):  # 'a{99999999999}', deeply nested groups
+    except (re.error, OverflowError, RecursionError):  # 'a{99999999999}'
         return False
+
+
+def _group_depth(pattern: str) -> int:
+    """How deep the groups of pattern nest (escapes and character classes skipped)."""
+    depth = deepest = 0
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":  # a leading ']' is a literal
+                i += 1
+        elif c == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return deepest
 
 
 _FORMAT_TEXT = {
