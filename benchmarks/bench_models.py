@@ -168,19 +168,19 @@ def stacks(args, home: str) -> list[dict]:
                        seconds=time.perf_counter() - started)
             rows.append(row)
             print(f"{model:<20} {backend:<12} {precision:<5} p50 {row['p50_us']:9.1f} us  top-1 {row['top1']}", flush=True)
-    print(f"\n{'model':<20} {'backend':<12} {'prec':<5} {'version':<34} {'p50 us':>9} {'x ort':>6} {'p99 us':>9} "
+    print(f"\n{'model':<20} {'backend':<12} {'prec':<5} {'version':<42} {'p50 us':>9} {'x ort':>6} {'p99 us':>9} "
           f"{'queries/s':>10} {'top-1':>7} {'n':>4}  framework")
     for model in args.models:
         base = next((r["p50_us"] for r in rows if r["model"] == model and r["backend"] == "onnxruntime"
                      and r["precision"] == "fp32" and "p50_us" in r), None)
         for r in (r for r in rows if r["model"] == model):
             if "p50_us" not in r:
-                print(f"{model:<20} {r['backend']:<12} {r['precision']:<5} {'-':<34} {'not measured: ' + r['error']}")
+                print(f"{model:<20} {r['backend']:<12} {r['precision']:<5} {'-':<42} {'not measured: ' + r['error']}")
                 continue
             r["p50_ratio_to_onnxruntime_fp32"] = r["p50_us"] / base if base else None
             ratio = f"{r['p50_ratio_to_onnxruntime_fp32']:6.2f}" if base else f"{'-':>6}"
             top1 = f"{r['top1']:7.4f}" if isinstance(r["top1"], float) else f"{'-':>7}"
-            print(f"{model:<20} {r['backend']:<12} {r['precision']:<5} {r['ref'].split(':', 1)[1]:<34} {r['p50_us']:9.1f} {ratio} "
+            print(f"{model:<20} {r['backend']:<12} {r['precision']:<5} {r['ref'].split(':', 1)[1]:<42} {r['p50_us']:9.1f} {ratio} "
                   f"{r['p99_us']:9.1f} {r['throughput_qps']:10.0f} {top1} {r['samples'] or 0:4d}  {r['framework']}")
     return rows
 
