@@ -22,9 +22,10 @@ def _is_cr() -> bool:
 
 
 def _fast_paths() -> None:
-    """`cr --version`, and `cr find` in its plain forms (cli/fastfind.py), answer before
-    click and the rest of the CLI are imported: the first then costs hardly more than
-    starting Python, the second only its search."""
+    """`cr --version`, `cr find` in its plain forms (cli/fastfind.py) and a warm
+    `cr init solution NAME` (cli/fastinit.py) answer before click and the rest of the CLI
+    are imported: the first then costs hardly more than starting Python, the second only
+    its search, the third only the stats that prove its ready stamp current."""
     if sys.argv[1:] == ["--version"] and _is_cr():
         from ..__about__ import __version__
 
@@ -35,6 +36,12 @@ def _fast_paths() -> None:
         from .fastfind import main as fast_find
 
         status = fast_find(sys.argv[2:])
+        if status is not None:
+            raise SystemExit(status)
+    if sys.argv[1:2] == ["init"] and _is_cr():
+        from .fastinit import main as fast_init
+
+        status = fast_init(sys.argv[2:])
         if status is not None:
             raise SystemExit(status)
 

@@ -78,22 +78,9 @@ def init(kind, source, model, dataset, backend, variant, options, scenarios, ver
             click.echo(f"next: cr init solution {created['name']} && cr benchmark solution {created['name']}")
         return
     report = with_consent(lambda trusted: solution.init(source, offline=offline, trust=trusted), trust, as_json)
-    if as_json:
-        output.emit_json(report)
-        return
-    rows = [[s["name"], s["version"], "installed now" if s["installed_now"] else s["origin"]] for s in report["software"]]
-    output.table(["SOFTWARE", "VERSION", "ORIGIN"], rows, title=f"{report['solution']} is ready ({report['seconds']:.2f} s)")
-    if report["archive"]:
-        click.echo(f"unpacked {report['archive'].get('archive')} into {report['archive'].get('target')}")
-    if report.get("payload"):
-        from ..runtime.pins import describe
+    from .fastinit import show
 
-        p = report["payload"]
-        click.echo(f"payload: {p['path']} from package {p['package']}: {describe(p)}")
-    if report["compiled"]:
-        c = report["compiled"]
-        click.echo(f"compiled: {c['ref']}" + (" (now)" if c["created"] else " (already present)"))
-    click.echo(f"lock: {report['lock']}")
+    show(report, as_json)
 
 
 @click.command()

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import CRError, NotFound
-from ..events import reporter
+from ..events import Reporter, reporter
 from ..resolve import plan
 from ..store import catalog
 from .actions import NotStored, run_action
@@ -172,8 +172,8 @@ def check_platform(meta: dict, ref: str) -> None:
                       hint=f"this machine has: {', '.join(sorted(have)) or 'no accelerator capabilities'}; cr platform shows them")
 
 
-def _verify(ref: str) -> list[str]:
-    """Every component the solution uses, with its files' sha256 verified."""
+def _verify(ref: str) -> list[dict]:
+    """Every component the solution uses (catalog.show's dicts), with its files' sha256 verified."""
     sol = catalog.show(ref, verify=True)
     checked = [sol]
     for key in ("model", "dataset"):
@@ -187,7 +187,7 @@ def _verify(ref: str) -> list[str]:
         if bad:
             raise CRError(f"{info['ref']}: file {bad[0]['path']} is {bad[0]['status']} (sha256 does not match its meta)",
                           hint="the component was changed or damaged; restore it (cr repo update, or unpack the archive again)")
-    return [c["ref"] for c in checked]
+    return checked
 
 
 def _code_items(sol: dict) -> list:
@@ -259,8 +259,71 @@ def init(source: str, offline: bool = False, trust: bool = False) -> dict:
     """Make a solution ready here: verify, check the platform, resolve, install, compile, lock.
 
     Idempotent: when everything is present it only reads (the cached lock, the index).
+    A run that finds nothing to do and reports nothing leaves a ready stamp
+    (cr.resolve.initstamp) from which the next `cr init solution SOURCE` answers without
+    this path while nothing it read has changed.
     """
     started = time.perf_counter()
+    from ..events import set_reporter
+
+    said = _Told(reporter())
+    previous = set_reporter(said)
+    try:
+        report, the_lock, verified = _init(source, offline, trust)
+    finally:
+        set_reporter(previous)
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    _stamp_if_idle(source, report, the_lock, verified, said.told)
+    return report
+
+
+class _Told(Reporter):
+    """Passes events on to another reporter, and remembers whether any was told."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.told = inner, False
+
+    def warning(self, message: str) -> None:
+        self.told = True
+        self.inner.warning(message)
+
+    def info(self, message: str) -> None:
+        self.told = True
+        self.inner.info(message)
+
+    def progress(self, task: str, done: int, total: int | None) -> None:
+        self.told = True
+        self.inner.progress(task, done, total)
+
+
+def _stamp_if_idle(source: str, report: dict, the_lock: dict, verified: list[dict], told: bool) -> None:
+    """The ready stamp of a run that did nothing (nothing unpacked, pulled, installed,
+    compiled or trusted, no payload pin to check, nothing reported); any other run removes
+    the stamp, so only the full path answers until it again finds nothing to do."""
+    from ..paths import cr_home
+    from ..resolve import initstamp
+
+    home = str(cr_home())
+    idle = (not told and report["archive"] is None and not report["installed"] and report["payload"] is None
+            and (report["compiled"] is None or not report["compiled"]["created"]) and the_lock.get("path")
+            and not the_lock.get("missing") and locate_kind(source) == "name")
+    if not idle:
+        initstamp.forget(home, source)
+        return
+    extra = [report["compiled"]["ref"]] if report["compiled"] else []
+    initstamp.write(home, source, report, the_lock, verified, extra)
+
+
+def locate_kind(source: str) -> str:
+    """How locate() reads source: 'archive', 'git' or 'name' (a name or a ref)."""
+    if source.endswith(".zip") or Path(source).is_file():
+        return "archive"
+    if "://" in source or source.startswith("git@") or source.endswith(".git"):
+        return "git"
+    return "name"
+
+
+def _init(source: str, offline: bool, trust: bool) -> tuple[dict, dict, list[dict]]:
     ref, archive = locate(source)
     sol = catalog.show(ref, verify=False)
     if sol["kind"] != "solution":
@@ -268,6 +331,7 @@ def init(source: str, offline: bool = False, trust: bool = False) -> dict:
     ref = sol["ref"]
     check_platform(sol["meta"], ref)
     verified = _verify(ref)
+    verified_refs = [c["ref"] for c in verified]
     # Before anything is detected, installed or compiled: what would run from untrusted
     # repositories (an archive's own recipes, a net.py) needs the user's consent.
     plan.consent(ref, trust, f"setting up {ref}", _code_items(sol))
@@ -282,18 +346,18 @@ def init(source: str, offline: bool = False, trust: bool = False) -> dict:
             compiled = {"ref": target, "created": False}
         except NotFound:
             compiled = {"ref": target, "created": True, "record": _compile(sol["meta"], the_lock, sol["repo"])}
-    return {
+    report = {
         "solution": ref,
         "archive": archive,
-        "verified": verified,
+        "verified": verified_refs,
         "software": [{"name": s["name"], "version": s["version"], "origin": s["origin"],
                       "installed_now": s["name"] in {e["name"] for e in result["installed"]}} for s in the_lock["software"]],
         "installed": [e["name"] for e in result["installed"]],
         "payload": payload,
         "compiled": compiled,
         "lock": the_lock.get("path"),
-        "seconds": round(time.perf_counter() - started, 3),
     }
+    return report, the_lock, verified
 
 
 def check_payload(sol: dict, the_lock: dict) -> dict | None:
