@@ -123,7 +123,7 @@ def inputs(the_lock: dict, verified: list[dict], extra_refs: list[str] = ()) -> 
     from ..software.envs import list_envs
     from ..store.refs import parse_ref
     from ..store.registry import REGISTRY_FILE, REPO_FILE, all_repos, local_repo_path
-    from .lock import _usable
+    from .lock import usable_envs
 
     home = cr_home()
     paths = [str(home / REGISTRY_FILE), str(local_repo_path(home) / REPO_FILE)]
@@ -147,7 +147,7 @@ def inputs(the_lock: dict, verified: list[dict], extra_refs: list[str] = ()) -> 
     _tree(paths, str(home / "envs"))
     interpreter = the_lock.get("interpreter") or sys.executable
     fingerprint = (the_lock.get("platform") or {}).get("fingerprint")
-    for env in _usable(list_envs(platform=fingerprint), interpreter):
+    for env in usable_envs(list_envs(platform=fingerprint), interpreter):
         if env.interpreter and env.location:
             paths.append(os.path.dirname(env.location))
     for sw in the_lock.get("software") or ():

@@ -89,18 +89,18 @@ def host_universe(index, platform, interpreter: str, detect_missing: list[str] =
 
             envs.append(SoftwareEnv("python", platform.python, "detected", "platform", platform.fingerprint, interpreter=interpreter))
         return Universe(envs, recipes, platform.markers(), frozenset(platform.capabilities()))
-    envs = _usable(list_envs(platform=platform.fingerprint), interpreter)
+    envs = usable_envs(list_envs(platform=platform.fingerprint), interpreter)
     missing = sorted({n for n in detect_missing if n in recipes and not any(e.name == n for e in envs)})
     if missing:
         from ..software.detect import detect
 
         reporter().info(f"detecting {', '.join(missing)}")
         detect(missing, interpreter=interpreter)
-        envs = _usable(list_envs(platform=platform.fingerprint), interpreter)
+        envs = usable_envs(list_envs(platform=platform.fingerprint), interpreter)
     return Universe(envs, recipes, platform.markers(), frozenset(platform.capabilities()))
 
 
-def _usable(envs, interpreter: str):
+def usable_envs(envs, interpreter: str):
     """Python packages are usable only with the interpreter they were found/installed for;
     the python env itself only if it is that interpreter."""
     out = []
@@ -192,7 +192,7 @@ def _state_key(components, index, platform, interpreter: str, requires=()) -> st
     for row in index.file_states("software"):
         add(*row)
     dirs = set()
-    for env in _usable(list_envs(platform=platform.fingerprint), interpreter):
+    for env in usable_envs(list_envs(platform=platform.fingerprint), interpreter):
         add(env.id, env.version, env.location, env.prefix)
         if env.interpreter and env.location:
             dirs.add(os.path.dirname(env.location))
