@@ -118,3 +118,13 @@ def test_options_it_does_not_know_take_the_full_path(cr_home, ready):
     proc, imported = init(cr_home, "--trust")
     assert proc.returncode == 0, proc.stderr
     assert took_full_path(imported)
+
+
+def test_a_newer_version_of_the_solution_takes_the_full_path(cr_home, ready, run_cr):
+    made = run_cr("init", "solution", NAME, "--model", "model:lenet-digits@1.0.0", "--backend", "onnxruntime",
+                  "--version", "1.1.0")
+    assert made.returncode == 0, made.stderr
+    proc, imported = init(cr_home)
+    assert proc.returncode == 0, proc.stderr
+    assert took_full_path(imported)
+    assert f"solution:{NAME}@1.1.0 is ready" in proc.stdout
