@@ -62,11 +62,20 @@ def stamp_file(home: str, source: str) -> str:
     return os.path.join(home, "cache", "init", key + ".json")
 
 
-def _platform_facts() -> dict:
+def _platform_facts() -> dict | None:
+    """What the full path's decision reads of the platform; None when detecting it had
+    something to report (the full path would show it)."""
+    from ..events import CollectingReporter, set_reporter
     from ..platform import current
 
-    here = current()
-    return {"fingerprint": here.fingerprint, "markers": here.markers(), "capabilities": sorted(here.capabilities())}
+    told = CollectingReporter()
+    previous = set_reporter(told)
+    try:
+        here = current()
+        facts = {"fingerprint": here.fingerprint, "markers": here.markers(), "capabilities": sorted(here.capabilities())}
+    finally:
+        set_reporter(previous)
+    return None if told.warnings or told.infos else facts
 
 
 def check(home: str, source: str) -> dict | None:
@@ -86,7 +95,8 @@ def check(home: str, source: str) -> dict | None:
                 return None  # racy: changed too close to when the stamp was written
             if _stamp(path) != recorded:
                 return None
-        if stamp["platform"] != _platform_facts():
+        facts = _platform_facts()
+        if facts is None or stamp["platform"] != facts:
             return None
         report = stamp["report"]
     except (OSError, ValueError, KeyError, TypeError, IndexError):
@@ -166,9 +176,13 @@ def write(home: str, source: str, report: dict, the_lock: dict, verified: list[d
     from pathlib import Path
 
     written = time.time_ns()  # before the stats: a change after them is racy or seen
+    facts = _platform_facts()
+    if facts is None:
+        forget(home, source)
+        return
     stamp = {
         "format": FORMAT, "cr_version": __version__, "source": source, "executable": sys.executable,
-        "written_ns": written, "platform": _platform_facts(),
+        "written_ns": written, "platform": facts,
         "paths": [[p, _stamp(p)] for p in inputs(the_lock, verified, extra_refs)],
         "report": {k: v for k, v in report.items() if k != "seconds"},
     }
