@@ -65,6 +65,7 @@ def main() -> int:
     parser.add_argument("--models", default=",".join(SOURCES), help="comma-separated models (default: both)")
     parser.add_argument("--json", help="write the rows here ('-': stdout)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary CR_HOME")
+    parser.add_argument("--to", dest="formats", help="comma-separated target formats only (onnx, tflite, savedmodel; default: all)")
     opts = parser.parse_args()
     home = tempfile.mkdtemp(prefix="bench-conversions-")
     rows = []
@@ -73,6 +74,9 @@ def main() -> int:
             jobs = [(SOURCES.get(model, []) + a, b) for a, b in TARGETS]
             if model == "lenet-digits":
                 jobs.append(LENET_FROM_TFLITE)
+            if opts.formats:
+                wanted = opts.formats.split(",")
+                jobs = [(a, b) for a, b in jobs if a[a.index("--to") + 1] in wanted]
             for args, backend in jobs:
                 row = run(model, args, backend, home)
                 rows.append(row)

@@ -47,14 +47,18 @@ def _campaign(repo: Path, name: str, **fields) -> None:
         **fields})
 
 
-def setup(base: Path) -> None:
+def setup(base: Path, tiny: bool = False) -> None:
     os.environ["CR_HOME"] = str(base / "home")
     repo = base / "repo"
     _meta(repo / "cr-repo.json", {"name": "bench", "uid": secrets.token_hex(8), "version": "1.0.0"})
-    _campaign(repo, "cross", matrix={"backend": ["onnxruntime", "torch", "tflite"], "threads": [1, 2]},
-              include=[{"backend": b, "batch_size": 4} for b in ("onnxruntime", "torch", "tflite")]
-              + [{"backend": "onnxruntime", "threads": 2, "batch_size": 4}])
-    _campaign(repo, "single", matrix={"threads": [1, 2], "batch_size": [1, 2, 4, 8, 16]})
+    if tiny:  # two jobs each: the script's own smoke test, not a figure
+        _campaign(repo, "cross", matrix={"backend": ["onnxruntime", "tflite"], "threads": [1]})
+        _campaign(repo, "single", matrix={"threads": [1], "batch_size": [1, 2]})
+    else:
+        _campaign(repo, "cross", matrix={"backend": ["onnxruntime", "torch", "tflite"], "threads": [1, 2]},
+                  include=[{"backend": b, "batch_size": 4} for b in ("onnxruntime", "torch", "tflite")]
+                  + [{"backend": "onnxruntime", "threads": 2, "batch_size": 4}])
+        _campaign(repo, "single", matrix={"threads": [1, 2], "batch_size": [1, 2, 4, 8, 16]})
     from cr.api import repo_add
 
     repo_add(str(repo))
@@ -103,12 +107,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", help="also write the raw figures here ('-': stdout)")
+    parser.add_argument("--tiny", action="store_true",
+                        help="2 jobs per campaign, 1 warm-up run: checks that the script runs (tests/test_benchmarks.py), no figure")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory(prefix="cr-bench-jobenv-") as tmp:
-        setup(Path(tmp))
+        setup(Path(tmp), args.tiny)
         clock = Clock()
-        for _ in range(2):  # warm: locks resolved (and re-keyed once every stack's software is registered)
+        for _ in range(1 if args.tiny else 2):  # warm: locks resolved (and re-keyed once every stack's software is registered)
             for name in ("cross", "single"):
                 run_once(name, clock)
         rounds = {"cross": [], "single": []}

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["CR_HOME"] = home
         from cr import api
         from cr.runtime import pins
-        from cr.runtime.model import locate
+        from cr.runtime.model import locate, pin_status
 
         info = api.show(args.model, verify=False)
         meta, where, ref = info["meta"], str(info["path"]), info["ref"]
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             "first verify (hash + cache write)": _median_ms(first, args.runs),
             "cached verify": _median_ms(lambda: locate(meta, where, ref), args.runs),
             "cr check's audit (re-hash, no cache)": _median_ms(
-                lambda: pins.status(meta, where, ref, cached=False), args.runs),
+                lambda: pin_status(meta, where, ref, cached=False), args.runs),
         }
     base = rows["locate, no verify (baseline)"][0]
     print(f"{ref}: {located['path']} ({size / 1e6:.1f} MB, package {located['package']} {located['package_version']}), "

@@ -72,11 +72,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--model", choices=sorted(STUDIES), default="efficientnet-lite0")
     ap.add_argument("--json", dest="json_out")
+    ap.add_argument("--tiny", action="store_true",
+                    help="no untimed warm-up runs: checks that the script runs (tests/test_benchmarks.py), no figure")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="cr-bench-study-") as tmp:
         solution, study = setup(Path(tmp), args.model)
-        _cr("validate", "solution", solution)
-        _cr("campaign", "run", study)
+        if not args.tiny:
+            _cr("validate", "solution", solution)
+            _cr("campaign", "run", study)
         validate, campaign = [], []
         for i in range(args.rounds):
             order = ("v", "c") if i % 2 == 0 else ("c", "v")
