@@ -1,13 +1,18 @@
 """Campaign overheads, as ratios against a baseline measured in the same run.
 
-    python benchmarks/bench_campaign.py [--jobs 8] [--tiny 1000] [--scaling 8]
+    python benchmarks/bench_campaign.py [--jobs 8] [--tiny 1000] [--real 1000] [--rounds 3] [--rows ROWS]
 
-1. local executor: a campaign of N null-backend jobs vs the same N `cr benchmark solution`
-   calls in a shell loop (target <= 1.05x wall);
-2. Dask dispatch: per-job overhead of a null-backend job through scheduler + worker vs
-   the local executor (ms/job); TINY no-op jobs through the same dispatch path: jobs/s
+1. local: a campaign of N null-backend jobs vs the same N `cr benchmark solution` calls in
+   a shell loop (target <= 1.05x wall);
+2. dispatch: per-job overhead of a null-backend job through scheduler + 1 worker vs the
+   local executor (ms/job); tiny: TINY no-op jobs through the same dispatch path: jobs/s
    and the coordinator's peak RSS (targets >= 20 jobs/s, < 300 MB);
-3. scaling: the same short null-backend jobs on 1 vs 2 workers (target >= 1.7x on 2 cores).
+3. real: `cr campaign run` over REAL null-backend jobs, each storing a result with 1,000
+   raw latencies, on 2 workers: the coordinator's peak RSS and its RSS through the run
+   (target < 300 MB for 1,000 jobs), every result stored once;
+4. scaling: N validate-only jobs (lenet-digits on ONNX Runtime) on 1 vs 2 workers,
+   interleaved, medians (target >= 1.7x), beside the machine's own 2-process ceiling;
+   scaling-null: the same with the short null-backend benchmark jobs (diagnosis).
 Everything runs on 127.0.0.1 in a temporary CR_HOME.
 """
 from __future__ import annotations
@@ -216,29 +221,34 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def scaling(base: Path, env: dict, jobs: int, rounds: int) -> None:
-    """Validate-only jobs on a 1-worker and a 2-worker cluster, runs interleaved (medians),
+SCALING = {"scaling": ("validate", ["validate", "solution", "lenet-validate"], "validate-only"),
+           "scaling-null": ("bench", ["benchmark", "solution", "null-digits"], "short null-backend benchmark")}
+
+
+def scaling(base: Path, env: dict, jobs: int, rounds: int, row: str = "scaling") -> None:
+    """The row's jobs on a 1-worker and a 2-worker cluster, runs interleaved (medians),
     beside the machine's own ceiling: the same jobs' work as 2 processes at once vs 1."""
+    name, command, words = SCALING[row]
     clusters = []
     try:
         for n in (1, 2):
-            (base / f"s{n}").mkdir()
-            clusters.append(_cluster(base / f"s{n}", env, n))
+            (base / f"{row}{n}").mkdir()
+            clusters.append(_cluster(base / f"{row}{n}", env, n))
         for addr, _ in clusters:  # each worker unpacks and sets the solution up on its first job
-            _cr(env, "campaign", "run", "validate", "--rerun", "--scheduler", addr, "--wait-for-workers", "1")
+            _cr(env, "campaign", "run", name, "--rerun", "--scheduler", addr, "--wait-for-workers", "1")
         walls = {1: [], 2: []}
         outside = {1: [], 2: []}
         for _ in range(rounds):
             for n, (addr, _) in zip((1, 2), clusters):
-                wall, out = per_job(env, addr, "validate")
+                wall, out = per_job(env, addr, name)
                 walls[n].append(wall)
                 outside[n].append(out)
     finally:
         for _, procs in clusters:
             _stop(procs)
-    seq = _timed(lambda: [_cr(env, "validate", "solution", "lenet-validate", check=False) for _ in range(4)])
+    seq = _timed(lambda: [_cr(env, *command, check=False) for _ in range(4)])
     par = _timed(lambda: [p.wait() for p in [subprocess.Popen(
-        ["/bin/sh", "-c", " && ".join([f"{sys.executable} -m cr validate solution lenet-validate >/dev/null 2>&1 || true"] * 2)],
+        ["/bin/sh", "-c", " && ".join([f"{sys.executable} -m cr {' '.join(command)} >/dev/null 2>&1 || true"] * 2)],
         env=env) for _ in range(2)]])
     one, two = _median(walls[1]), _median(walls[2])
     # the share of the workers' time not spent in a job's own run: dispatch, set-up, waiting
@@ -246,13 +256,13 @@ def scaling(base: Path, env: dict, jobs: int, rounds: int) -> None:
     # a job's own run (its records' started..ended): longer on 2 workers when the jobs compete for cores
     own = {n: _median([(w - o) / jobs for w, o in zip(walls[n], outside[n])]) for n in (1, 2)}
     load = os.getloadavg()[0]
-    print(f"scaling (validate-only): {jobs} jobs on 1 worker {one:.2f} s, on 2 workers {two:.2f} s: {one / two:.2f}x "
-          f"(target >= 1.7x; medians of {rounds} interleaved runs); the machine's own ceiling: 4 `cr validate` as 2 "
+    print(f"{row} ({words} jobs): {jobs} jobs on 1 worker {one:.2f} s, on 2 workers {two:.2f} s: {one / two:.2f}x "
+          f"(target >= 1.7x; medians of {rounds} interleaved runs); the machine's own ceiling: 4 `cr {command[0]}` as 2 "
           f"processes at once vs one after another: {seq / par:.2f}x; workers' time outside the jobs' runs: "
           f"{idle[1]:.0%} on 1 worker, {idle[2]:.0%} on 2; a job's own run {own[1]:.2f} s on 1 worker, {own[2]:.2f} s on 2; load average {load:.1f} on {os.cpu_count()} cores")
 
 
-ROWS = ("local", "dispatch", "tiny", "real", "scaling")
+ROWS = ("local", "dispatch", "tiny", "real", "scaling", "scaling-null")
 
 
 def main() -> None:
@@ -273,16 +283,16 @@ def main() -> None:
             loop = _timed(lambda: [_cr(env, "benchmark", "solution", "null-digits") for _ in range(args.jobs)])
             local = _timed(lambda: _cr(env, "campaign", "run", "bench", "--rerun"))
             print(f"local executor: {args.jobs} jobs {local:.2f} s vs shell loop {loop:.2f} s: {local / loop:.3f}x (target <= 1.05x)")
-        if rows & {"dispatch", "tiny", "real"}:
-            (base / "c2").mkdir()
-            addr, procs = _cluster(base / "c2", env, 2)
+        if rows & {"dispatch", "tiny"}:
+            (base / "c1").mkdir()
+            addr, procs = _cluster(base / "c1", env, 1)
             dask_run = lambda *extra: _timed(lambda: _cr(env, "campaign", "run", "bench", "--rerun", "--scheduler", addr, *extra))  # noqa: E731
             try:
                 if "dispatch" in rows:
-                    cold = dask_run("--wait-for-workers", "2")  # the workers unpack and set the solution up
+                    cold = dask_run()  # the worker unpacks and sets the solution up on its first job
                     warm = dask_run()
-                    print(f"dask dispatch (2 workers): {args.jobs} jobs {warm:.2f} s (first run, with the workers' set-up: "
-                          f"{cold:.2f} s) vs local {local:.2f} s: {(warm - local) / args.jobs * 1000:+.0f} ms/job, CLI runs")
+                    print(f"dask dispatch: {args.jobs} jobs {warm:.2f} s (first run, with the worker's set-up: {cold:.2f} s) "
+                          f"vs local {local:.2f} s: {(warm - local) / args.jobs * 1000:+.0f} ms/job, CLI runs")
                     lw, lo = per_job(env, None)
                     dw, do = per_job(env, addr)
                     print(f"dask dispatch, in-process: time outside the jobs' runs {do / args.jobs * 1000:.0f} ms/job on dask vs "
@@ -292,17 +302,23 @@ def main() -> None:
                     rate, rss = tiny_jobs(addr, env, args.tiny)
                     print(f"dask dispatch: {args.tiny} no-op jobs: {rate:.1f} jobs/s (target >= 20), coordinator peak RSS "
                           f"{rss:.0f} MB (target < 300)")
-                if "real" in rows:
-                    got = real_jobs(addr, env, args.trace)
-                    print(f"real jobs: {got['jobs']} jobs, each storing a result with {REAL_QUERIES} latencies, on 2 workers: "
-                          f"{got['jobs_s']:.1f} jobs/s, {got['stored']} of {got['results']} results stored; "
-                          f"`cr campaign run` peak RSS {got['rss_mb']:.0f} MB (target < 300); RSS at each tenth of the run: {got['samples']}")
-                    for line in got["top"]:
-                        print("  held:", line)
             finally:
                 _stop(procs)
-        if "scaling" in rows:
-            scaling(base, env, args.jobs, args.rounds)
+        if "real" in rows:
+            (base / "c2").mkdir()
+            addr, procs = _cluster(base / "c2", env, 2)
+            try:
+                got = real_jobs(addr, env, args.trace)
+            finally:
+                _stop(procs)
+            print(f"real jobs: {got['jobs']} jobs, each storing a result with {REAL_QUERIES} latencies, on 2 workers: "
+                  f"{got['jobs_s']:.1f} jobs/s, {got['stored']} of {got['results']} results stored; "
+                  f"`cr campaign run` peak RSS {got['rss_mb']:.0f} MB (target < 300); RSS at each tenth of the run: {got['samples']}")
+            for line in got["top"]:
+                print("  held:", line)
+        for row in SCALING:
+            if row in rows:
+                scaling(base, env, args.jobs, args.rounds, row)
 
 
 if __name__ == "__main__":
