@@ -216,3 +216,7 @@ def test_the_coordinator_keeps_no_stored_result_and_its_memory_stays_flat_per_jo
     rows = run.summary()  # the key metrics survive without the records
     assert len(rows) == len(jobs) and all(r["state"] == "done" and r["p50_ns"] for r in rows)
     assert rows[-1]["p50_ns"] == measured["records"][0]["metrics"]["latency_ns"]["p50"]
+    again = coordinator.Run(campaign, jobs)  # the next `cr campaign run many`: resumed from the journal
+    assert again.todo == [] and again.progress.already == len(jobs)
+    assert [r["p50_ns"] for r in again.summary()] == [r["p50_ns"] for r in rows]  # read back from the store
+    again.close()
