@@ -154,7 +154,7 @@ class Run:
         # and a campaign of thousands of jobs must not hold every one of them.
         metrics = key_metrics(records)
         del records, outcome
-        if error is None and state == "ok":
+        if state == "ok" and not error:
             self.journal.append(job.id, "done", sync=sync, attempt=attempt, worker=name, results=uids)
             self.outcomes[job.id] = {"state": "done", "results": uids, "worker": name, "metrics": metrics}
             self.progress.done += 1
