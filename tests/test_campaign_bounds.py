@@ -161,3 +161,62 @@ def test_a_coordinator_that_dies_while_storing_stores_each_result_once(repo, die
         assert again.todo == [job]  # runs again; the half-stored result is gone
         assert again.store.count() == 0
     again.journal.close()
+
+
+def test_the_coordinator_keeps_no_stored_result_and_its_memory_stays_flat_per_job(repo):
+    """Run.finished stores a job's records and keeps only their uids and key metrics: a
+    campaign of thousands of jobs with 1,000 latencies each holds none of them (docs/campaigns.md).
+    The latencies reach the store bit-exact through the wire form, each result once."""
+    import copy
+    import gc
+    import tracemalloc
+    from array import array
+
+    from cr.campaign import coordinator, spec, wire
+    from cr.campaign.jobs import run_here
+
+    make_component(repo, "solution", "thousand", model="model:lenet-digits@1.0.0", backend="null",
+                   actions=[{"action": "benchmark", "params": {**FAST, "min_queries": 1000}}],
+                   deps=["software:python@>=3.9", "software:numpy@>=1.23"])
+    make_component(repo, "campaign", "many", solutions=["solution:thousand"], repeat=160)
+    campaign = spec.load("many")
+    jobs = spec.expand(campaign)
+    measured = run_here(jobs[0], jobs[0].solution)  # one real run: its record is what every job returns
+    assert measured["status"] == "ok" and len(measured["records"][0]["raw"]["latencies_ns"]) >= 1000
+    extremes = array("q", [0, 1, 2**63 - 1, 2**40 + 7] + list(measured["records"][0]["raw"]["latencies_ns"]))
+    measured["records"][0]["raw"]["latencies_ns"] = extremes
+    wired = wire.to_wire(measured)
+    run = coordinator.Run(campaign, jobs)
+
+    def finish(i):
+        outcome = copy.deepcopy(wired)
+        outcome["records"][0]["uid"] = f"{i:016x}"
+        run.started(jobs[i], "w1")
+        run.finished(jobs[i], outcome, {"name": "w1"}, sync=False)
+
+    for i in range(40):  # the store's and the journal's first-use costs
+        finish(i)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(40, len(jobs)):
+            finish(i)
+        gc.collect()
+        per_job = (tracemalloc.get_traced_memory()[0] - before) / (len(jobs) - 40)
+    finally:
+        tracemalloc.stop()
+    run.close()
+    # a record with its 1,004 latencies is ~40 KB in memory; what a finished job keeps is ~1 KB
+    assert per_job < 4096, f"the coordinator keeps {per_job:.0f} bytes per finished job"
+    assert all("records" not in o for o in run.outcomes.values())
+    assert run.store.count() == len(jobs)  # each job's result stored once
+    stored = run.store.get(f"{len(jobs) - 1:016x}", raw=True)
+    assert stored["raw"]["latencies_ns"] == extremes and stored["campaign"]["job"] == jobs[-1].id
+    rows = run.summary()  # the key metrics survive without the records
+    assert len(rows) == len(jobs) and all(r["state"] == "done" and r["p50_ns"] for r in rows)
+    assert rows[-1]["p50_ns"] == measured["records"][0]["metrics"]["latency_ns"]["p50"]
+    again = coordinator.Run(campaign, jobs)  # the next `cr campaign run many`: resumed from the journal
+    assert again.todo == [] and again.progress.already == len(jobs)
+    assert [r["p50_ns"] for r in again.summary()] == [r["p50_ns"] for r in rows]  # read back from the store
+    again.close()

@@ -6,6 +6,7 @@ results exactly once, the journal, progress and the summary.
     run.started(job, attempt=1, worker="pi")
     run.finished(job, outcome, worker={...}) # stores the records (once per job id), journals
                                              # (outcome in memory or in wire form: cr.campaign.wire)
+                                             # and keeps only their uids and key metrics
     run.summary()                            # one row per job
 
 Every stored record carries ``campaign`` ({"name", "uid", "job", "attempt"}) and
@@ -145,18 +146,21 @@ class Run:
                 uids.append(record["uid"])
             except (CRError, OSError) as exc:
                 not_stored = getattr(exc, "message", None) or str(exc)
-        error = outcome.get("error")
+        error, state = outcome.get("error"), outcome.get("status")
         if not_stored:
             error = {"message": f"a result was not stored: {not_stored}", "hint": "free space or fix CR_HOME/results, then rerun"}
         name = worker.get("name")
-        if outcome.get("status") == "ok" and not error:
+        # Only the key metrics stay: the records (and their latencies) are in the store now,
+        # and a campaign of thousands of jobs must not hold every one of them.
+        metrics = key_metrics(records)
+        del records, outcome
+        if state == "ok" and not error:
             self.journal.append(job.id, "done", sync=sync, attempt=attempt, worker=name, results=uids)
-            self.outcomes[job.id] = {"state": "done", "results": uids, "worker": name, "records": outcome.get("records")}
+            self.outcomes[job.id] = {"state": "done", "results": uids, "worker": name, "metrics": metrics}
             self.progress.done += 1
         else:
             self.journal.append(job.id, "failed", attempt=attempt, worker=name, results=uids, error=error)
-            self.outcomes[job.id] = {"state": "failed", "results": uids, "worker": name, "error": error,
-                                     "records": outcome.get("records")}
+            self.outcomes[job.id] = {"state": "failed", "results": uids, "worker": name, "error": error, "metrics": metrics}
             self.progress.failed += 1
         self.listener(self.outcomes[job.id]["state"], job, self.outcomes[job.id])
 
@@ -193,19 +197,20 @@ class Run:
         rows = []
         for job in self.jobs:
             o = self.outcomes.get(job.id) or {"state": "pending"}
-            records = o.get("records")
-            if records is None and o.get("results"):
+            metrics = o.get("metrics")
+            if metrics is None:  # finished by an earlier run: read from the store, one job at a time
                 records = []
-                for uid in o["results"]:
+                for uid in o.get("results") or []:
                     try:
                         records.append(self.store.get(uid))
                     except CRError:
                         pass
+                metrics = key_metrics(records)
             rows.append({"job": job.id, "solution": job.solution, "platform": job.platform, "setting": job.setting,
                          "repetition": job.repetition, "state": o["state"], "worker": o.get("worker"),
                          "attempts": self.attempts.get(job.id, 0), "results": o.get("results") or [],
                          "error": (o.get("error") or {}).get("message") if isinstance(o.get("error"), dict) else o.get("error"),
-                         "reason": o.get("reason"), "earlier": bool(o.get("earlier")), **key_metrics(records or [])})
+                         "reason": o.get("reason"), "earlier": bool(o.get("earlier")), **metrics})
         return rows
 
 

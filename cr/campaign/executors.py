@@ -29,7 +29,9 @@ The contract (Executor below is a convenient base class; any class that keeps it
               or  run.started(job, worker_name)                         an attempt begins
                   run.finished(job, outcome, worker)                    it ended: outcome as
                       cr.campaign.jobs.run_here returns it (in memory, or in wire form:
-                      cr.campaign.wire); worker {"name", "host", "platform", "gpu"} as known
+                      cr.campaign.wire); worker {"name", "host", "platform", "gpu"} as known.
+                      The records are stored and released there: hand each outcome over
+                      as it arrives and keep no reference to it
               or  run.attempt_failed(job, worker_name, error)           the attempt ended
                       without an outcome (its machine left); started again or finished later
               Progress needs nothing more: every one of these calls journals the event and

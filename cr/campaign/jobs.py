@@ -143,12 +143,20 @@ def joined(rows: list[dict], jobs: list[CampaignJob], records_of=None) -> list[d
         varied = {k: job.overrides[k] for k in sorted(job.overrides, key=key_order) if is_matrix_key(k)} if job else {}
         verdicts = [verdict(r) for r in records if verdict(r) is not None]
         validation = "FAIL" if "FAIL" in verdicts else ("PASS" if verdicts else None)
+        bench = [next((r for r in records if r.get("action") == "benchmark" and r.get("status") == "ok"
+                       and is_sustained(r) == warm), None) for warm in (False, True)]
+        validate = next((r for r in records if r.get("action") == "validate"), None)
         out.append({**row, "varied": varied, **key_metrics([r for r in records if not is_sustained(r)]),
                     "validation": validation, "significance": row.get("significance"),
-                    "_validate": next((r for r in records if r.get("action") == "validate"), None),
-                    "_bench": [next((r for r in records if r.get("action") == "benchmark" and r.get("status") == "ok"
-                                     and is_sustained(r) == warm), None) for warm in (False, True)]})
+                    # what the comparisons below need, and no more: thousands of rows hold it at once
+                    "_validate": validate if (validate and (validate.get("validation") or {}).get("hits")) else None,
+                    "_bench": [_slim(r) for r in bench] if bench[1] is not None else None})
     return _with_significance(_with_sustained(out, store))
+
+
+def _slim(record: dict | None) -> dict | None:
+    """What the sustained comparison reads of a benchmark record: its uid, metrics and raw."""
+    return None if record is None else {k: record[k] for k in ("uid", "metrics", "raw", "_latencies") if k in record}
 
 
 def _with_sustained(rows: list[dict], store=None) -> list[dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..paths import ensure_home
@@ -30,10 +31,11 @@ class Journal:
         self.path = folder(name, uid) / "journal.jsonl"
         self._file = None
 
-    def events(self) -> list[dict]:
+    def events(self) -> Iterator[dict]:
+        """The events, oldest first, read as they are iterated: a journal that reruns made
+        long is folded (state()) without holding every line."""
         if not self.path.is_file():
-            return []
-        out = []
+            return
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 try:
@@ -41,8 +43,7 @@ class Journal:
                 except ValueError:  # a line torn by a kill: the event did not happen
                     continue
                 if isinstance(event, dict) and isinstance(event.get("job"), str):
-                    out.append(event)
-        return out
+                    yield event
 
     def append(self, job: str, event: str, sync: bool = True, **fields) -> dict:
         """Append one event; a "done" or "storing" one is on disk when this returns (sync=False: at sync())."""
@@ -67,7 +68,7 @@ class Journal:
             self._file = None
 
 
-def state(events: list[dict]) -> dict[str, dict]:
+def state(events: Iterable[dict]) -> dict[str, dict]:
     """job id -> {"state", "attempts", "worker", "results", "error", "reason"} from the events."""
     jobs: dict[str, dict] = {}
     for e in events:

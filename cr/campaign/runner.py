@@ -46,7 +46,8 @@ def run_campaign(name: str, executor: str | None = None, scheduler: str | None =
                  retries: int | None = None, wait_for_workers: int | None = None, timeout: float | None = None,
                  connect_timeout: float | None = None, security=None, listener=None, prepared: Run | None = None,
                  options: dict | None = None) -> Run:
-    """Run the jobs not finished yet (all with rerun); the Run holds every outcome.
+    """Run the jobs not finished yet (all with rerun); the Run holds every job's state, result
+    uids and key metrics (run.outcomes, run.summary()); the records are in the results store.
 
     executor: a registered executor's name (cr.campaign.executors.available()): "local"
     (the default), "dask" (the default when scheduler is given), or a plugin's; options:
