@@ -23,7 +23,7 @@ BENCH = ROOT / "benchmarks"
 # store-shaped result records). A JSON file written to {tmp}/out.json is parsed when named.
 TINY = {
     "bench_archive.py": ["--size-mb", "1", "--runs", "1", "--json", "{tmp}/out.json"],
-    "bench_campaign.py": ["--jobs", "2", "--tiny", "20", "--scaling", "2"],
+    "bench_campaign.py": ["--jobs", "2", "--tiny", "20", "--real", "20", "--rounds", "1"],
     "bench_compare_agree.py": ["--pairs", "4", "--real", "1", "--derived", "5"],
     "bench_conversions.py": ["--models", "lenet-digits", "--to", "onnx", "--json", "{tmp}/out.json"],
     "bench_dashboard.py": ["--sizes", "200", "--work", "{tmp}/work", "--json", "{tmp}/out.json"],
