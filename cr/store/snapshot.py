@@ -117,7 +117,14 @@ class Snapshot:
         stamped anew; the racy ones (see racy_metas) listed for the next check."""
         for (group, i), stamp in restamped.items():
             self.groups[group][4][i] = stamp
-        self.racy = racy_metas(self.groups, now)
+        # only these stamps changed: the racy ones are among them and the racy of before
+        # (looking through all of them costs ~0.1 s at 100,000 metas)
+        from .index import RACY_NS
+
+        self.racy = sorted(
+            (g, i) for g, i in {*map(tuple, self.racy), *restamped}
+            if self.groups[g][4][i] is not None and now - max(self.groups[g][4][i][0], self.groups[g][4][i][3]) <= RACY_NS
+        )
         return marshal.dumps((FORMAT, self.repos, self.scanned, self.groups, self.racy))
 
 
