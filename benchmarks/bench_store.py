@@ -555,10 +555,23 @@ def _rows(stdout: bytes) -> int:
     return sum(1 for line in stdout.decode(errors="replace").splitlines() if line.startswith("model:"))
 
 
-def _run_checked(cmd: list[str], env: dict, rows: int | None = None, contains: str | None = None) -> float:
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far (theirs included)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run_checked(cmd: list[str], env: dict, rows: int | None = None, contains: str | None = None,
+                 cpu: list[float] | None = None) -> float:
+    """Wall seconds of cmd; cpu, when given, gets its CPU seconds (with its own children's)."""
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env["CR_HOME"])
     elapsed = time.perf_counter() - t0
+    if cpu is not None:
+        cpu.append(_children_cpu() - cpu0)
     out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
     if proc.returncode != 0 or (rows is not None and _rows(proc.stdout) != rows) or (contains and contains not in out):
         raise SystemExit(f"unexpected result of {' '.join(cmd)} (exit {proc.returncode}, {_rows(proc.stdout)} rows):\n"
@@ -603,6 +616,7 @@ def bench_layouts(args, python: str, root: Path, log) -> int:
         find_none = cr_cmd + ["find", "model", "--tags", "nosuchtag"]
         envs: dict[str, dict] = {}
         colds: dict[str, list[float]] = {v: [] for v in variants}
+        cold_cpu: dict[str, list[float]] = {v: [] for v in variants}
         for cold_run in range(max(1, args.cold_runs)):
             order = list(variants) if cold_run % 2 == 0 else list(reversed(variants))
             for variant in order:
@@ -612,8 +626,9 @@ def bench_layouts(args, python: str, root: Path, log) -> int:
                 env = envs[variant] = dict(variants[variant], CR_HOME=str(home))
                 for d in dirs:
                     _run_checked(cr_cmd + ["repo", "add", str(d)], env)
-                colds[variant].append(_run_checked(find_none, env, contains="no matching components"))
-                log(f"  cold build ({variant}): {colds[variant][-1]:.1f} s")
+                colds[variant].append(_run_checked(find_none, env, contains="no matching components",
+                                                   cpu=cold_cpu[variant]))
+                log(f"  cold build ({variant}): {colds[variant][-1]:.1f} s ({cold_cpu[variant][-1]:.1f} CPU s)")
         time.sleep(SETTLE_S)
         for env in envs.values():
             _run_checked(find_none, env)  # settles the metas indexed while racy; takes the snapshot
@@ -621,6 +636,7 @@ def bench_layouts(args, python: str, root: Path, log) -> int:
                 _run_checked(cmd, env)
         log(f"  timing {args.runs} runs ...")
         samples = {v: {"python": [], "hit": [], "none": [], "edited": []} for v in variants}
+        edit_cpu: dict[str, list[float]] = {v: [] for v in variants}
         commands = {"python": ([python, "-c", "pass"], None, None), "hit": (find_hit, hits, None),
                     "none": (find_none, 0, "no matching components")}
         every = max(1, count // 1000)
@@ -641,7 +657,8 @@ def bench_layouts(args, python: str, root: Path, log) -> int:
                 data["description"] = stamp
                 meta.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
                 for variant in (list(variants) if run % 2 == 0 else list(reversed(variants))):
-                    samples[variant]["edited"].append(_run_checked(find_hit, envs[variant], rows=hits, contains=stamp))
+                    samples[variant]["edited"].append(_run_checked(find_hit, envs[variant], rows=hits, contains=stamp,
+                                                                   cpu=edit_cpu[variant]))
                 time.sleep(SETTLE_S)
                 for env in envs.values():
                     _run_checked(find_none, env)  # settled again: the next runs are warm
@@ -650,12 +667,16 @@ def bench_layouts(args, python: str, root: Path, log) -> int:
             base = statistics.median(got["python"])
             row = {"variant": variant, "layout": layout, "repos": repos, "components": count,
                    "python_pass_s": base, "hits": hits, "cold_build_s": statistics.median(colds[variant]),
-                   "cold_build_values_s": colds[variant],
+                   "cold_build_values_s": colds[variant], "cold_build_cpu_values_s": cold_cpu[variant],
+                   "cold_build_cpu_s": statistics.median(cold_cpu[variant]),
+                   "edited_cpu_values_s": edit_cpu[variant],
+                   **({"edited_cpu_s": statistics.median(edit_cpu[variant])} if edit_cpu[variant] else {}),
                    **{f"{k}_s": statistics.median(v) for k, v in got.items() if v and k != "python"},
                    **{f"{k}_values_s": v for k, v in got.items()}}
             results.append(row)
             log(f"  {variant}: find 1,000 hits {row['hit_s'] * 1000:.0f} ms, 0 hits {row['none_s'] * 1000:.0f} ms, "
-                f"after an edit {row['edited_s'] * 1000:.0f} ms, cold build {row['cold_build_s']:.1f} s, "
+                f"after an edit {row['edited_s'] * 1000:.0f} ms ({row['edited_cpu_s']:.2f} CPU s), "
+                f"cold build {row['cold_build_s']:.1f} s ({row['cold_build_cpu_s']:.1f} CPU s), "
                 f"python -c pass {base * 1000:.0f} ms" if "edited_s" in row else "")
         shutil.rmtree(where, ignore_errors=True)  # 100,000 components take ~1 GB of directories
     report_layouts(args, results)
@@ -679,8 +700,8 @@ def report_layouts(args, results: list[dict]) -> None:
             f"{r['repos']} x {r['components'] // r['repos']:,}", r["layout"], r["variant"],
             f"{r['hit_s'] * 1000:.0f} ms", f"{r['hit_s'] / r['python_pass_s']:.1f}x",
             f"{r['none_s'] * 1000:.0f} ms", f"{r['none_s'] / r['python_pass_s']:.1f}x",
-            f"{r['edited_s'] * 1000:.0f} ms" if "edited_s" in r else "",
-            f"{r['cold_build_s']:.1f} s",
+            f"{r['edited_s'] * 1000:.0f} ms ({r['edited_cpu_s']:.2f} CPU s)" if "edited_s" in r else "",
+            f"{r['cold_build_s']:.1f} s ({r['cold_build_cpu_s']:.1f} CPU s)",
             f"{r['python_pass_s'] * 1000:.0f} ms", f"<= {_target(r['components']) * 1000:.0f} ms",
             "PASS" if worst <= _target(r["components"]) else "MISS",
         ))
@@ -690,7 +711,8 @@ def report_layouts(args, results: list[dict]) -> None:
         print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(l, widths))), file=out)
     print("(medians of wall time of the whole command; 'x python' = median / median of `python -c pass` in the same "
           "run; 'after edit': the 1,000-hit query right after one of its metas was rewritten in place; 'cold build': "
-          "the first `cr find` after `cr repo add` (median of --cold-runs); variant 'baseline': --baseline's tree)", file=out)
+          "the first `cr find` after `cr repo add` (median of --cold-runs); CPU s: user + system of the "
+          "command and its children, median; variant 'baseline': --baseline's tree)", file=out)
     if args.json:
         text = json.dumps({"runs": args.runs, "python_version": platform.python_version(), "cpus": os.cpu_count(),
                            "argv": sys.argv, "layouts": results}, indent=2)

@@ -536,8 +536,8 @@ def test_a_cold_build_over_forked_processes_indexes_what_one_process_does(tmp_pa
     want = state(alone)
     alone.close()
     monkeypatch.setattr(parallel, "PARALLEL_MIN", 2)
-    monkeypatch.setattr(parallel, "_usable_cpus", lambda: 3)
-    monkeypatch.setattr(parallel, "_single_threaded", lambda: True)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 3)
+    monkeypatch.setattr(parallel, "single_threaded", lambda: True)
     forked, real_fork, parent = [], os.fork, os.getpid()
 
     def fork():

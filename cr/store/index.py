@@ -7,7 +7,9 @@ index over thousands of components costs a directory walk and no JSON parsing. F
 that were modified just before they were indexed are re-read and re-hashed (see RACY_NS),
 and so are files whose (mtime, size) is as indexed but whose inode or ctime is not. When
 nothing changed, a refresh does not even walk: it re-stats the paths the last quiet walk
-looked at (cr.store.snapshot) and stops there.
+looked at (cr.store.snapshot) and stops there; when only some metas changed in place, it
+reads those alone (Index._update) and walks only when something appeared, disappeared
+or moved. A cold build reads and validates over forked processes (cr.store.parallel).
 Metas that fail to parse or validate are indexed too, with their error, so that they
 are reported (as warnings naming the file) without being re-read on every call.
 

@@ -30,9 +30,9 @@ def processes(count: int) -> int:
     if count < PARALLEL_MIN or not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity"):
         return 1
     try:
-        if not _single_threaded():
+        if not single_threaded():
             return 1
-        cpus = _usable_cpus()
+        cpus = usable_cpus()
     except OSError:
         return 1
     return max(1, min(cpus, MAX_PROCESSES, count // (PARALLEL_MIN // 2)))
@@ -134,13 +134,13 @@ def _receive(pid: int, read_fd: int):
         return _FAILED
 
 
-def _single_threaded() -> bool:
+def single_threaded() -> bool:
     # A fork copies only the calling thread: never fork beside others (any thread of the
     # process, the C libraries' included, may hold a lock the child would need).
     return len(os.listdir("/proc/self/task")) == 1
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
     return len(os.sched_getaffinity(0))
 
 

@@ -6,8 +6,10 @@ do later (no meta or directory it saw is racy, see below), the index stores a Sn
 it: every path it stat'ed, in order, with the stamp it found. The next refresh of the same
 scope over the same repositories stats exactly those paths in one tight loop; if every
 stamp is the same, the walk would take the same steps and find the same files unchanged,
-so there is nothing to do: no listing, no per-component objects, no per-row SQL. The first
-difference ends the check, and the full walk runs (and stores a new snapshot).
+so there is nothing to do: no listing, no per-component objects, no per-row SQL. The check
+hands back the metas whose stamps differ (and the racy ones, below), so that the index
+reads only those; a directory that differs, a meta that appeared or disappeared, or too
+many changes, and the full walk runs (and stores a new snapshot).
 
 Why equal stamps mean an unchanged store:
 
@@ -20,9 +22,10 @@ Why equal stamps mean an unchanged store:
   edit that keeps the size and restores the mtime is seen; a file replaced by another
   file or by a directory has another inode and ctime. A meta not found is stamped None.
 - a timestamp is only as fine as the file system keeps it, so a second change within
-  the same tick could keep every stamp: a walk that saw anything changed within RACY_NS
-  of its start stores no snapshot (the next refresh walks again, and the walk re-reads
-  such files: cr.store.index), until everything it sees is older than that.
+  the same tick could keep every stamp: a meta stamped within RACY_NS of the refresh
+  that recorded it is listed as racy, and every check hands it back to be compared by
+  content until it is older than that; a walk that saw a directory changed that recently
+  stores no snapshot (the next refresh walks again).
 - what the walk does depends on the repositories (their order, paths, layouts, meta file
   names, names): a snapshot is used only for exactly the repositories it was taken with.
 
@@ -37,7 +40,7 @@ import os
 import stat as stat_module
 from itertools import islice
 
-from .parallel import _single_threaded, _usable_cpus, failed, run_shares
+from .parallel import failed, run_shares, single_threaded, usable_cpus
 
 # Bumped whenever what a snapshot holds changes: an older one is then simply not used.
 FORMAT = 3  # 3: the racy metas listed
@@ -226,6 +229,14 @@ def _processes(work) -> int:
     except OSError:
         return 1
     return max(1, min(cpus, MAX_PROCESSES, total // max(1, PARALLEL_MIN // 2)))
+
+
+def _single_threaded() -> bool:
+    return single_threaded()
+
+
+def _usable_cpus() -> int:
+    return usable_cpus()
 
 
 def _share_diffs(work, share: int, n: int) -> list[tuple[int, int]] | None:
