@@ -519,8 +519,13 @@ and times, interleaved with `python -c pass` in a shuffled order:
 
   cr find model --tags hit,common     1,000 hits, drawn as a table
   cr find model --tags nosuchtag      0 hits
-  cr find ... after an in-place edit  one meta rewritten (same size) just before the call:
-                                      that refresh walks; the output must show the edit
+  cr find ... after an in-place edit  one meta rewritten (same size) just before the call
+                                      (the index reads that one alone); the output must
+                                      show the edit
+  cold build                          the first `cr find` after `cr repo add` (--cold-runs)
+
+--baseline SRC times another source tree (e.g. `git archive main`) beside this one,
+interleaved, each with its own CR_HOME; --small 0 and --only-layout narrow the plan.
 
 The index is settled first (written, then the racy window waited out, then refreshed), so
 'warm' means what a user gets when nothing changed since the last command.
