@@ -356,7 +356,7 @@ class Index:
         stats = RefreshStats(scanned=snap.scanned)
         found: list[tuple[Repo, str, os.stat_result]] = []
         restamped: dict[tuple[int, int], tuple[int, int, int, int]] = {}
-        rows, touched, reread = [], [], []
+        touched, reread = [], []
         by_name = {repo.name: repo for repo in self.repos}
         for group, i in changed:
             if not snap.was_found(group, i):
