@@ -246,6 +246,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layouts", action="store_true", help="time warm `cr find` by repository layout instead (see LAYOUTS_DOC)")
     ap.add_argument("--large", type=int, default=100_000, help="--layouts: components of the large layouts (0: none)")
     ap.add_argument("--edit-runs", type=int, default=3, help="--layouts: runs that also time `cr find` after an edit")
+    ap.add_argument("--small", type=int, default=1, choices=(0, 1),
+                    help="--layouts: 0 leaves out the --components layouts (only the --large ones run)")
+    ap.add_argument("--only-layout", choices=("kind/name/version", "name"), default=None,
+                    help="--layouts: time only this repository layout")
+    ap.add_argument("--cold-runs", type=int, default=1,
+                    help="--layouts: first `cr find` after `cr repo add` (a cold index build), timed this many times "
+                         "per variant, each in a fresh CR_HOME")
+    ap.add_argument("--baseline", metavar="SRC", default=None,
+                    help="--layouts: a source tree of another reefkit (e.g. `git archive main`); its `cr` package is "
+                         "put first on PYTHONPATH and timed beside this one, interleaved, each with its own CR_HOME")
     ap.add_argument("--_child-new", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -509,8 +519,13 @@ and times, interleaved with `python -c pass` in a shuffled order:
 
   cr find model --tags hit,common     1,000 hits, drawn as a table
   cr find model --tags nosuchtag      0 hits
-  cr find ... after an in-place edit  one meta rewritten (same size) just before the call:
-                                      that refresh walks; the output must show the edit
+  cr find ... after an in-place edit  one meta rewritten (same size) just before the call
+                                      (the index reads that one alone); the output must
+                                      show the edit
+  cold build                          the first `cr find` after `cr repo add` (--cold-runs)
+
+--baseline SRC times another source tree (e.g. `git archive main`) beside this one,
+interleaved, each with its own CR_HOME; --small 0 and --only-layout narrow the plan.
 
 The index is settled first (written, then the racy window waited out, then refreshed), so
 'warm' means what a user gets when nothing changed since the last command.
@@ -545,10 +560,23 @@ def _rows(stdout: bytes) -> int:
     return sum(1 for line in stdout.decode(errors="replace").splitlines() if line.startswith("model:"))
 
 
-def _run_checked(cmd: list[str], env: dict, rows: int | None = None, contains: str | None = None) -> float:
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far (theirs included)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run_checked(cmd: list[str], env: dict, rows: int | None = None, contains: str | None = None,
+                 cpu: list[float] | None = None) -> float:
+    """Wall seconds of cmd; cpu, when given, gets its CPU seconds (with its own children's)."""
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env["CR_HOME"])
     elapsed = time.perf_counter() - t0
+    if cpu is not None:
+        cpu.append(_children_cpu() - cpu0)
     out = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
     if proc.returncode != 0 or (rows is not None and _rows(proc.stdout) != rows) or (contains and contains not in out):
         raise SystemExit(f"unexpected result of {' '.join(cmd)} (exit {proc.returncode}, {_rows(proc.stdout)} rows):\n"
@@ -562,65 +590,99 @@ def bench_layouts(args, python: str, root: Path, log) -> int:
     if args.bytecode == "cached":
         base_env.pop("PYTHONDONTWRITEBYTECODE", None)
         base_env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    # the variants timed side by side: this tree, and the baseline's with its own .pyc cache
+    variants = {"this": dict(base_env)}
+    if args.baseline:
+        src = str(Path(args.baseline).resolve())
+        variants["baseline"] = dict(base_env, PYTHONPATH=src + os.pathsep + base_env.get("PYTHONPATH", ""))
+        if args.bytecode == "cached":
+            variants["baseline"]["PYTHONPYCACHEPREFIX"] = str(root / "pycache-baseline")
     cr_cmd = cr_command(python)
     n, big = args.components, args.large
-    plan = [(f"1 x {n:,}", n, 1, True), (f"1 x {n:,}", n, 1, False),
-            (f"3 x {n // 3:,}", n // 3 * 3, 3, True), (f"3 x {n // 3:,}", n // 3 * 3, 3, False)]
+    plan = []
+    if args.small:
+        plan += [(f"1 x {n:,}", n, 1, True), (f"1 x {n:,}", n, 1, False),
+                 (f"3 x {n // 3:,}", n // 3 * 3, 3, True), (f"3 x {n // 3:,}", n // 3 * 3, 3, False)]
     if big:
         plan += [(f"1 x {big:,}", big, 1, True), (f"1 x {big:,}", big, 1, False)]
+    if args.only_layout:
+        plan = [p for p in plan if p[3] == (args.only_layout == "kind/name/version")]
     rng = random.Random(args.seed)
     results = []
-    for label, count, repos, versioned in plan:
-        where = root / f"layout-{len(results)}"
-        env = dict(base_env, CR_HOME=str(where / "home"))
-        (where / "home").mkdir(parents=True)
+    for number, (label, count, repos, versioned) in enumerate(plan):
+        where = root / f"layout-{number}"
         layout = "kind/name/version" if versioned else "name"
         log(f"{label} ({layout}): writing {count:,} components ...")
         t0 = time.perf_counter()
         dirs = write_layout(where / "repos", count, repos, versioned)
-        for d in dirs:
-            _run_checked(cr_cmd + ["repo", "add", str(d)], env)
+        log(f"  written in {time.perf_counter() - t0:.1f} s")
         hits = len(range(0, count, max(1, count // 1000)))
         find_hit = cr_cmd + ["find", "model", "--tags", "hit,common"]
         find_none = cr_cmd + ["find", "model", "--tags", "nosuchtag"]
-        t1 = time.perf_counter()
-        _run_checked(find_none, env, contains="no matching components")
-        cold = time.perf_counter() - t1
+        envs: dict[str, dict] = {}
+        colds: dict[str, list[float]] = {v: [] for v in variants}
+        cold_cpu: dict[str, list[float]] = {v: [] for v in variants}
+        for cold_run in range(max(1, args.cold_runs)):
+            order = list(variants) if cold_run % 2 == 0 else list(reversed(variants))
+            for variant in order:
+                home = where / f"home-{variant}"
+                shutil.rmtree(home, ignore_errors=True)
+                home.mkdir(parents=True)
+                env = envs[variant] = dict(variants[variant], CR_HOME=str(home))
+                for d in dirs:
+                    _run_checked(cr_cmd + ["repo", "add", str(d)], env)
+                colds[variant].append(_run_checked(find_none, env, contains="no matching components",
+                                                   cpu=cold_cpu[variant]))
+                log(f"  cold build ({variant}): {colds[variant][-1]:.1f} s ({cold_cpu[variant][-1]:.1f} CPU s)")
         time.sleep(SETTLE_S)
-        _run_checked(find_none, env)  # settles the metas indexed while racy; takes the snapshot
-        for cmd in (find_hit, find_none, [python, "-c", "pass"]):  # warm-up: .pyc files, page cache
-            _run_checked(cmd, env)
-        log(f"  written and indexed in {time.perf_counter() - t0:.1f} s (cold build {cold:.1f} s); timing {args.runs} runs ...")
-        samples: dict[str, list[float]] = {"python": [], "hit": [], "none": [], "edited": []}
+        for env in envs.values():
+            _run_checked(find_none, env)  # settles the metas indexed while racy; takes the snapshot
+            for cmd in (find_hit, find_none, [python, "-c", "pass"]):  # warm-up: .pyc files, page cache
+                _run_checked(cmd, env)
+        log(f"  timing {args.runs} runs ...")
+        samples = {v: {"python": [], "hit": [], "none": [], "edited": []} for v in variants}
+        edit_cpu: dict[str, list[float]] = {v: [] for v in variants}
         commands = {"python": ([python, "-c", "pass"], None, None), "hit": (find_hit, hits, None),
                     "none": (find_none, 0, "no matching components")}
         every = max(1, count // 1000)
         hit_names = [f"m{i:06d}" for i in range(0, count, every) if i % repos == 0][:50]
         metas = [dirs[0] / "model" / nm / "1.0.0" / "meta.json" if versioned else dirs[0] / nm / "meta.json" for nm in hit_names]
         for run in range(args.runs):
-            order = list(commands)
+            order = [(v, k) for v in variants for k in commands]
             rng.shuffle(order)
-            for key in order:
+            for variant, key in order:
                 cmd, rows, contains = commands[key]
-                samples[key].append(_run_checked(cmd, env, rows=rows, contains=contains))
+                samples[variant][key].append(_run_checked(cmd, envs[variant], rows=rows, contains=contains))
             if run < args.edit_runs:
-                # one listed meta rewritten in place (as an editor would), just before the call
+                # one listed meta rewritten in place (as an editor would), just before the call;
+                # each variant's index is stale until its own next command, which is timed
                 stamp = f"edited-{run:03d}"
                 meta = metas[run % len(metas)]
                 data = json.loads(meta.read_text(encoding="utf-8"))
                 data["description"] = stamp
                 meta.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-                samples["edited"].append(_run_checked(find_hit, env, rows=hits, contains=stamp))
+                for variant in (list(variants) if run % 2 == 0 else list(reversed(variants))):
+                    samples[variant]["edited"].append(_run_checked(find_hit, envs[variant], rows=hits, contains=stamp,
+                                                                   cpu=edit_cpu[variant]))
                 time.sleep(SETTLE_S)
-                _run_checked(find_none, env)  # settled again: the next runs are warm
-        base = statistics.median(samples["python"])
-        row = {"layout": layout, "repos": repos, "components": count,
-               "python_pass_s": base, "hits": hits, "cold_build_s": cold,
-               **{f"{k}_s": statistics.median(v) for k, v in samples.items() if v and k != "python"},
-               **{f"{k}_values_s": v for k, v in samples.items()}}
-        results.append(row)
-        log(f"  find 1,000 hits {row['hit_s'] * 1000:.0f} ms, 0 hits {row['none_s'] * 1000:.0f} ms, "
-            f"python -c pass {base * 1000:.0f} ms")
+                for env in envs.values():
+                    _run_checked(find_none, env)  # settled again: the next runs are warm
+        for variant in variants:
+            got = samples[variant]
+            base = statistics.median(got["python"])
+            row = {"variant": variant, "layout": layout, "repos": repos, "components": count,
+                   "python_pass_s": base, "hits": hits, "cold_build_s": statistics.median(colds[variant]),
+                   "cold_build_values_s": colds[variant], "cold_build_cpu_values_s": cold_cpu[variant],
+                   "cold_build_cpu_s": statistics.median(cold_cpu[variant]),
+                   "edited_cpu_values_s": edit_cpu[variant],
+                   **({"edited_cpu_s": statistics.median(edit_cpu[variant])} if edit_cpu[variant] else {}),
+                   **{f"{k}_s": statistics.median(v) for k, v in got.items() if v and k != "python"},
+                   **{f"{k}_values_s": v for k, v in got.items()}}
+            results.append(row)
+            log(f"  {variant}: find 1,000 hits {row['hit_s'] * 1000:.0f} ms, 0 hits {row['none_s'] * 1000:.0f} ms, "
+                f"after an edit {row['edited_s'] * 1000:.0f} ms ({row['edited_cpu_s']:.2f} CPU s), "
+                f"cold build {row['cold_build_s']:.1f} s ({row['cold_build_cpu_s']:.1f} CPU s), "
+                f"python -c pass {base * 1000:.0f} ms" if "edited_s" in row else "")
         shutil.rmtree(where, ignore_errors=True)  # 100,000 components take ~1 GB of directories
     report_layouts(args, results)
     return 0
@@ -634,25 +696,28 @@ def report_layouts(args, results: list[dict]) -> None:
     out = sys.stdout if args.json != "-" else sys.stderr
     print(f"\nreefkit `cr find` by layout: {args.runs} runs, python {platform.python_version()} on "
           f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end", file=out)
-    header = ("repos x components", "layout", "1,000 hits", "x python", "0 hits", "x python", "after edit", "python",
-              "target", "")
+    header = ("repos x components", "layout", "variant", "1,000 hits", "x python", "0 hits", "x python", "after edit",
+              "cold build", "python", "target", "")
     lines = []
     for r in results:
         worst = max(r["hit_s"], r["none_s"])
         lines.append((
-            f"{r['repos']} x {r['components'] // r['repos']:,}", r["layout"],
+            f"{r['repos']} x {r['components'] // r['repos']:,}", r["layout"], r["variant"],
             f"{r['hit_s'] * 1000:.0f} ms", f"{r['hit_s'] / r['python_pass_s']:.1f}x",
             f"{r['none_s'] * 1000:.0f} ms", f"{r['none_s'] / r['python_pass_s']:.1f}x",
-            f"{r['edited_s'] * 1000:.0f} ms" if "edited_s" in r else "",
+            f"{r['edited_s'] * 1000:.0f} ms ({r['edited_cpu_s']:.2f} CPU s)" if "edited_s" in r else "",
+            f"{r['cold_build_s']:.1f} s ({r['cold_build_cpu_s']:.1f} CPU s)",
             f"{r['python_pass_s'] * 1000:.0f} ms", f"<= {_target(r['components']) * 1000:.0f} ms",
             "PASS" if worst <= _target(r["components"]) else "MISS",
         ))
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))), file=out)
+    print("  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))), file=out)
     for l in lines:
-        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(l, widths))), file=out)
+        print("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(l, widths))), file=out)
     print("(medians of wall time of the whole command; 'x python' = median / median of `python -c pass` in the same "
-          "run; 'after edit': the 1,000-hit query right after one of its metas was rewritten in place (that refresh walks))", file=out)
+          "run; 'after edit': the 1,000-hit query right after one of its metas was rewritten in place; 'cold build': "
+          "the first `cr find` after `cr repo add` (median of --cold-runs); CPU s: user + system of the "
+          "command and its children, median; variant 'baseline': --baseline's tree)", file=out)
     if args.json:
         text = json.dumps({"runs": args.runs, "python_version": platform.python_version(), "cpus": os.cpu_count(),
                            "argv": sys.argv, "layouts": results}, indent=2)

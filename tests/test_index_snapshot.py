@@ -113,7 +113,9 @@ def test_an_in_place_edit_within_the_same_second_is_seen(store, monkeypatch, kee
     rewrite_in_place(meta, "edited", keep_mtime=keep_mtime)
     walks = Walks(monkeypatch)
     stats = index.refresh()
-    assert walks.count == 1 and stats.parsed == 1
+    # the one meta whose stamp differs is read again alone: no walk
+    # (compared by content first when its mtime and size were kept)
+    assert walks.count == 0 and (stats.parsed, stats.rehashed, stats.scanned) == (1, int(keep_mtime), 8)
     assert index.components(name="m3")[0].description == "edited"
     index.refresh("model")
     assert index.components(kind="model", name="m3")[0].description == "edited"
@@ -324,8 +326,8 @@ def test_without_stat_relative_to_a_descriptor(store, monkeypatch):
     walks = Walks(monkeypatch)
     assert index.refresh().scanned == 8 and walks.count == 0
     rewrite_in_place(repo / "dataset" / "d" / "1.0.0" / "meta.json", "edited")
-    index.refresh()
-    assert walks.count == 1 and index.components(kind="dataset")[0].description == "edited"
+    assert index.refresh().parsed == 1
+    assert walks.count == 0 and index.components(kind="dataset")[0].description == "edited"
 
 
 def test_cli_sees_an_edit_made_right_after_a_warm_search(tmp_path, run_cr):
@@ -381,13 +383,14 @@ def test_a_shared_out_check_confirms_an_unchanged_store(store, shared_out, monke
 
 @pytest.mark.parametrize("which", range(8))
 def test_a_shared_out_check_sees_an_edit_in_any_share(store, shared_out, monkeypatch, which):
-    """Whichever process's share the edited meta falls in, the refresh walks and sees it."""
+    """Whichever process's share the edited meta falls in, the refresh sees it (and reads
+    only it again)."""
     repo, index = store
     meta = sorted(repo.glob("*/*/*/meta.json"))[which]
     rewrite_in_place(meta, "edited")
     walks = Walks(monkeypatch)
-    index.refresh()
-    assert walks.count == 1 and len(shared_out) == 2
+    assert index.refresh().parsed == 1
+    assert walks.count == 0 and len(shared_out) == 2
     kind, name, version = meta.parts[-4:-1]
     assert [c.description for c in index.components(kind=kind, name=name) if c.version == version] == ["edited"]
     for pid in shared_out:  # every child was waited for
@@ -399,14 +402,14 @@ def test_a_child_that_fails_means_a_walk(store, shared_out, monkeypatch):
     """A child that cannot answer (here: its check raises) is no 'unchanged'."""
     repo, index = store
     parent = os.getpid()
-    real_same = snapshot._same
+    real_diffs = snapshot._share_diffs
 
-    def same(*args):
+    def diffs(*args):
         if os.getpid() != parent:
             raise RuntimeError("the child's check broke")
-        return real_same(*args)
+        return real_diffs(*args)
 
-    monkeypatch.setattr(snapshot, "_same", same)
+    monkeypatch.setattr(snapshot, "_share_diffs", diffs)
     walks = Walks(monkeypatch)
     assert index.refresh().scanned == 8
     assert walks.count == 1 and len(shared_out) == 2
@@ -430,10 +433,132 @@ def test_no_fork_beside_another_thread(store, shared_out, monkeypatch):
     finally:
         stop.set()
         thread.join()
-    assert shared_out == [] and walks.count == 1
+    assert shared_out == [] and walks.count == 0
     assert index.components(kind="model", name="m5")[0].description == "edited"
 
 
 def test_random_changes_with_the_check_shared_out(tmp_path, cr_home, monkeypatch, shared_out):
     test_random_changes_are_seen_as_a_full_walk_sees_them(tmp_path, cr_home, monkeypatch)
     assert shared_out
+
+
+# -- what the check hands over to be read alone, and what still means a walk ---------------
+def test_an_edit_is_read_alone_and_the_next_edit_in_the_racy_window_is_seen(store, monkeypatch):
+    """After an in-place edit the refresh reads that one meta (no walk, no listing) and
+    records a snapshot listing it as racy; a second same-size edit that keeps the mtime,
+    made while it is racy, is compared by content and seen; once it is old, nothing is read."""
+    repo, index = store
+    meta = repo / "model" / "m4" / "1.0.0" / "meta.json"
+    monkeypatch.undo()  # the racy window is real time from here: the fixture's later() is gone
+    walks = Walks(monkeypatch)
+    listed = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path=".": listed.append(path) or real_scandir(path))
+    rewrite_in_place(meta, "first", keep_mtime=False)
+    assert index.refresh().parsed == 1
+    assert index.components(name="m4")[0].description == "first"
+
+    def load():
+        blob = index.db.execute("SELECT data FROM snapshots WHERE scope = '*'").fetchone()[0]
+        return snapshot.load(blob, snapshot.repos_key(index.repos))
+
+    assert len(load().racy) == 1  # the edited meta, to be compared by content while it is fresh
+    rewrite_in_place(meta, "again", keep_mtime=True)
+    # a second edit within the file system's timestamp tick keeps every stamp: make the
+    # snapshot hold the stamp the meta has now, so that only its being racy can tell
+    snap = load()
+    (group, i), = snap.racy
+    blob = snap.pack({(group, i): snapshot.file_stamp(os.stat(meta))}, time.time_ns())
+    index.db.execute("UPDATE snapshots SET data = ? WHERE scope = '*'", (blob,))
+    stats = index.refresh()
+    assert (stats.rehashed, stats.parsed) == (1, 1)
+    assert index.components(name="m4")[0].description == "again"
+    later(monkeypatch)
+    index.refresh()  # old enough now: no longer racy, and the one after reads nothing
+    stats = index.refresh()
+    assert (stats.rehashed, stats.parsed) == (0, 0)
+    assert walks.count == 0 and listed == []
+
+
+def test_a_new_meta_in_an_existing_directory_is_seen(store, monkeypatch):
+    repo, index = store
+    version_dir = repo / "model" / "m6" / "1.0.0"
+    version_dir.mkdir(parents=True)
+    index.refresh()
+    index.refresh()  # settled (later()): a snapshot with the meta recorded as not there
+    assert "model:m6@1.0.0" not in {c.ref for c in index.components()}
+    write_json(version_dir / "meta.json", {"uid": secrets.token_hex(8), "kind": "model", "name": "m6",
+                                           "version": "1.0.0", "tags": [], "description": "new"})
+    index.refresh("model")
+    assert index.components(kind="model", name="m6")[0].description == "new"
+
+
+def test_a_deleted_meta_and_a_renamed_directory_are_seen(store, monkeypatch):
+    repo, index = store
+    (repo / "model" / "m1" / "1.0.0" / "meta.json").unlink()
+    index.refresh()
+    assert "model:m1@1.0.0" not in {c.ref for c in index.components()}
+    index.refresh()
+    os.rename(repo / "model" / "m2", repo / "model" / "m2b")
+    index.refresh("model")
+    refs = {c.ref for c in index.components(kind="model")}
+    assert "model:m2@1.0.0" not in refs
+    # its meta, now where its name does not put it, is reported rather than lost
+    assert [p for _, p, _ in index.invalid()] == [str(repo / "model" / "m2b" / "1.0.0" / "meta.json")]
+
+
+def test_many_edits_at_once_mean_a_walk(store, monkeypatch):
+    repo, index = store
+    monkeypatch.setattr(snapshot, "MAX_CHANGED", 2)
+    metas = sorted(repo.glob("*/*/*/meta.json"))[:3]
+    for meta in metas:
+        rewrite_in_place(meta, "bulk")
+    walks = Walks(monkeypatch)
+    assert index.refresh().parsed == 3
+    assert walks.count == 1
+    assert sum(c.description == "bulk" for c in index.components()) == 3
+
+
+@pytest.mark.parametrize("child_fails", [False, True])
+def test_a_cold_build_over_forked_processes_indexes_what_one_process_does(tmp_path, cr_home, monkeypatch, child_fails):
+    """The cold build's reading and validating shared out over three processes gives the
+    same index as one process (also when a child fails: its share is done again here)."""
+    from cr.store import parallel
+    import cr.store.index as index_module
+
+    repo = make_repo(tmp_path / "r", "r")
+    for i in range(9):
+        make_component(repo, "model", f"m{i}", tags=["t", f"t{i}"], description=f"d{i}")
+    (repo / "model" / "bad" / "1.0.0").mkdir(parents=True)
+    (repo / "model" / "bad" / "1.0.0" / "meta.json").write_text("{not json\n")
+    alone = index_of(tmp_path / "alone", repo)
+    alone.refresh()
+    want = state(alone)
+    alone.close()
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 3)
+    monkeypatch.setattr(parallel, "single_threaded", lambda: True)
+    forked, real_fork, parent = [], os.fork, os.getpid()
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    if child_fails:
+        real_indexed = index_module._indexed
+
+        def indexed(item, now):
+            if os.getpid() != parent:
+                raise RuntimeError("the child broke")
+            return real_indexed(item, now)
+
+        monkeypatch.setattr(index_module, "_indexed", indexed)
+    shared = index_of(cr_home, repo)
+    stats = shared.refresh()
+    assert (stats.parsed, stats.invalid) == (10, 1)
+    assert len(forked) == 2
+    assert state(shared) == want and want[1] == [str(repo / "model" / "bad" / "1.0.0" / "meta.json")]
+    shared.close()

@@ -6,8 +6,10 @@ do later (no meta or directory it saw is racy, see below), the index stores a Sn
 it: every path it stat'ed, in order, with the stamp it found. The next refresh of the same
 scope over the same repositories stats exactly those paths in one tight loop; if every
 stamp is the same, the walk would take the same steps and find the same files unchanged,
-so there is nothing to do: no listing, no per-component objects, no per-row SQL. The first
-difference ends the check, and the full walk runs (and stores a new snapshot).
+so there is nothing to do: no listing, no per-component objects, no per-row SQL. The check
+hands back the metas whose stamps differ (and the racy ones, below), so that the index
+reads only those; a directory that differs, a meta that appeared or disappeared, or too
+many changes, and the full walk runs (and stores a new snapshot).
 
 Why equal stamps mean an unchanged store:
 
@@ -20,9 +22,10 @@ Why equal stamps mean an unchanged store:
   edit that keeps the size and restores the mtime is seen; a file replaced by another
   file or by a directory has another inode and ctime. A meta not found is stamped None.
 - a timestamp is only as fine as the file system keeps it, so a second change within
-  the same tick could keep every stamp: a walk that saw anything changed within RACY_NS
-  of its start stores no snapshot (the next refresh walks again, and the walk re-reads
-  such files: cr.store.index), until everything it sees is older than that.
+  the same tick could keep every stamp: a meta stamped within RACY_NS of the refresh
+  that recorded it is listed as racy, and every check hands it back to be compared by
+  content until it is older than that; a walk that saw a directory changed that recently
+  stores no snapshot (the next refresh walks again).
 - what the walk does depends on the repositories (their order, paths, layouts, meta file
   names, names): a snapshot is used only for exactly the repositories it was taken with.
 
@@ -35,9 +38,12 @@ import json
 import marshal
 import os
 import stat as stat_module
+from itertools import islice
+
+from .parallel import failed, run_shares, single_threaded, usable_cpus
 
 # Bumped whenever what a snapshot holds changes: an older one is then simply not used.
-FORMAT = 2
+FORMAT = 3  # 3: the racy metas listed
 
 
 def dir_stamp(st: os.stat_result | None) -> tuple[int, int, int] | None:
@@ -91,28 +97,79 @@ class Recorder:
         self.meta_stamps.append(file_stamp(st))
         return st
 
-    def pack(self, repos: str, scanned: int) -> bytes:
+    def pack(self, repos: str, scanned: int, now: int) -> bytes:
         groups = [g for g in self.groups if g[1] or g[3]]
-        return marshal.dumps((FORMAT, repos, scanned, groups))
+        return marshal.dumps((FORMAT, repos, scanned, groups, racy_metas(groups, now)))
 
 
-def unchanged(blob: bytes | None, repos: str) -> int | None:
-    """The number of metas the recorded walk found, if every stamp is still the same;
-    None when anything differs (or the snapshot is missing, unreadable or for other
-    repositories): the caller must then walk."""
+class Snapshot:
+    """A loaded snapshot: what check() found, and what update() needs to record a new one."""
+
+    def __init__(self, repos: str, scanned: int, groups: list, racy: list):
+        self.repos, self.scanned, self.groups, self.racy = repos, scanned, groups, racy
+
+    def meta_path(self, group: int, i: int) -> str:
+        base, _, _, metas, _ = self.groups[group]
+        return os.path.join(base, metas[i])
+
+    def was_found(self, group: int, i: int) -> bool:
+        return self.groups[group][4][i] is not None
+
+    def pack(self, restamped: dict[tuple[int, int], tuple[int, int, int, int]], now: int) -> bytes:
+        """The snapshot again, with the metas in restamped (group, index) -> file_stamp
+        stamped anew; the racy ones (see racy_metas) listed for the next check."""
+        for (group, i), stamp in restamped.items():
+            self.groups[group][4][i] = stamp
+        # only these stamps changed: the racy ones are among them and the racy of before
+        # (looking through all of them costs ~0.1 s at 100,000 metas)
+        from .index import RACY_NS
+
+        self.racy = sorted(
+            (g, i) for g, i in {*map(tuple, self.racy), *restamped}
+            if self.groups[g][4][i] is not None and now - max(self.groups[g][4][i][0], self.groups[g][4][i][3]) <= RACY_NS
+        )
+        return marshal.dumps((FORMAT, self.repos, self.scanned, self.groups, self.racy))
+
+
+def racy_metas(groups, now: int) -> list[tuple[int, int]]:
+    """(group, index) of every meta stamped less than RACY_NS before now (or after it): a
+    second edit within the file system's timestamp tick could keep its stamp, so check()
+    always hands these back to be compared by content (as the index does with racy rows)."""
+    from .index import RACY_NS
+
+    return [(g, i) for g, group in enumerate(groups) for i, stamp in enumerate(group[4])
+            if stamp is not None and now - max(stamp[0], stamp[3]) <= RACY_NS]
+
+
+def load(blob: bytes | None, repos: str) -> Snapshot | None:
+    """The snapshot in blob, if it is one of this format for exactly these repositories."""
     if not blob:
         return None
     try:
-        fmt, their_repos, scanned, groups = marshal.loads(blob)
+        fmt, their_repos, scanned, groups, racy = marshal.loads(blob)
     except (ValueError, EOFError, TypeError):
         return None
     if fmt != FORMAT or their_repos != repos:
         return None
+    for group in groups:
+        if len(group) != 5 or len(group[1]) != len(group[2]) or len(group[3]) != len(group[4]):
+            return None
+    return Snapshot(repos, scanned, groups, racy)
+
+
+# At most this many metas found changed are handed back (each is then read again alone);
+# more, or any directory changed, and the caller walks.
+MAX_CHANGED = 256
+
+
+def check(snap: Snapshot) -> list[tuple[int, int]] | None:
+    """[] when every stamp is still the same and no meta is racy; else the (group, index)
+    of each meta whose stamp differs or that is racy, to be looked at one by one; None
+    when a directory differs, a repository's directory is gone, or over MAX_CHANGED metas
+    differ: the caller must then walk."""
     work, fds = [], []
     try:
-        for base, dirs, dir_stamps, metas, meta_stamps in groups:
-            if len(dirs) != len(dir_stamps) or len(metas) != len(meta_stamps):
-                return None
+        for base, dirs, dir_stamps, metas, meta_stamps in snap.groups:
             fd = None
             if base and os.stat in os.supports_dir_fd:
                 try:
@@ -122,20 +179,39 @@ def unchanged(blob: bytes | None, repos: str) -> int | None:
                 fds.append(fd)
             work.append((base, dirs, dir_stamps, metas, meta_stamps, fd))
         n = _processes(work)
-        same = _parallel_same(work, n) if n > 1 else _share_same(work, 0, 1)
+        if n > 1:
+            answers = run_shares(lambda share: _share_diffs(work, share, n), n, stop=lambda got: got is None)
+        else:
+            answers = [_share_diffs(work, 0, 1)]
     finally:
         for fd in fds:
             os.close(fd)
-    return scanned if same else None
+    changed: set[tuple[int, int]] = set()
+    for got in answers:
+        if got is None or failed(got) or not isinstance(got, list):
+            return None
+        changed.update((g, i) for g, i in got)
+    changed.update((g, i) for g, i in snap.racy)
+    return None if len(changed) > MAX_CHANGED else sorted(changed)
+
+
+def unchanged(blob: bytes | None, repos: str) -> int | None:
+    """The number of metas the recorded walk found, if every stamp is still the same and
+    none is racy; None otherwise (or when the snapshot is missing, unreadable or for other
+    repositories)."""
+    snap = load(blob, repos)
+    if snap is None:
+        return None
+    return snap.scanned if check(snap) == [] else None
 
 
 # The stats are the whole cost of a warm refresh, and each one is ~1 µs of kernel time
 # inside ~2 µs of Python. Threads cannot share that out (the GIL changes hands at every
 # call, which costs more than the call), processes can: over PARALLEL_MIN paths, on a
 # machine with more than one usable CPU, forked children check contiguous shares of
-# the paths while this process checks its own, and each answers with its exit status
-# (0: all the same). Measured on 2 CPUs over 20,000 paths: 64 ms alone, 52 ms shared
-# (the kernel's reference counts on the one mount are shared too).
+# the paths while this process checks its own, and each sends back what differed in its
+# share (cr.store.parallel). Measured on 2 CPUs over 20,000 paths: 64 ms alone, 52 ms
+# shared (the kernel's reference counts on the one mount are shared too).
 PARALLEL_MIN = 6000
 MAX_PROCESSES = 4
 
@@ -156,76 +232,44 @@ def _processes(work) -> int:
 
 
 def _single_threaded() -> bool:
-    return len(os.listdir("/proc/self/task")) == 1
+    return single_threaded()
 
 
 def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0))
+    return usable_cpus()
 
 
-SIGKILL = 9  # POSIX fixes its number (importing signal would import enum)
-
-
-def _parallel_same(work, n: int) -> bool:
-    children: list[int] = []
-    same = False
-    try:
-        for share in range(1, n):
-            try:
-                pid = os.fork()
-            except OSError:
-                break  # no more processes: the shares not handed out are checked here
-            if pid == 0:  # the child: check one share, answer with the exit status, run nothing else
-                code = 2
-                try:
-                    code = 0 if _share_same(work, share, n) else 1
-                finally:
-                    os._exit(code)
-            children.append(pid)
-        same = all(_share_same(work, share, n) for share in [0, *range(len(children) + 1, n)])
-        for pid in children:
-            _, status = os.waitpid(pid, 0) if same else _stop(pid)
-            same = same and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-        children = []
-    finally:
-        for pid in children:  # interrupted, or decided without them: none is left behind
-            _stop(pid)
-    return same
-
-
-def _stop(pid: int) -> tuple[int, int]:
-    try:
-        os.kill(pid, SIGKILL)
-    except OSError:
-        pass
-    try:
-        return os.waitpid(pid, 0)
-    except ChildProcessError:
-        return pid, 1 << 8  # already reaped: counts as "different"
-
-
-def _share_same(work, share: int, n: int) -> bool:
-    """Whether the stamps of the share-th of n contiguous parts of each list are as recorded
-    (contiguous, not interleaved: each process then touches, and copies on write, only the
-    memory of its own part)."""
-    for base, dirs, dir_stamps, metas, meta_stamps, fd in work:
+def _share_diffs(work, share: int, n: int) -> list[tuple[int, int]] | None:
+    """The (group, index) of the metas whose stamps differ in the share-th of n contiguous
+    parts of each group's lists; None if a directory there differs or too many metas do
+    (contiguous, not interleaved: each process then touches, and copies on write, only
+    the memory of its own part)."""
+    changed: list[tuple[int, int]] = []
+    for g, (base, dirs, dir_stamps, metas, meta_stamps, fd) in enumerate(work):
+        d0, d1 = len(dirs) * share // n, len(dirs) * (share + 1) // n
+        m0, m1 = len(metas) * share // n, len(metas) * (share + 1) // n
         if n > 1:
-            d0, d1 = len(dirs) * share // n, len(dirs) * (share + 1) // n
-            m0, m1 = len(metas) * share // n, len(metas) * (share + 1) // n
             dirs, dir_stamps = dirs[d0:d1], dir_stamps[d0:d1]
             metas, meta_stamps = metas[m0:m1], meta_stamps[m0:m1]
-        if not _same(base, dirs, dir_stamps, metas, meta_stamps, fd):
-            return False
-    return True
+        if fd is None:  # no stat relative to a descriptor here: whole paths (absolute ones stay)
+            dirs = [os.path.join(base, p) for p in dirs]
+            metas = [os.path.join(base, p) for p in metas]
+        if not _dirs_same(dirs, dir_stamps, fd):
+            return None
+        start = 0
+        while True:
+            at = _first_meta_diff(metas, meta_stamps, fd, start)
+            if at < 0:
+                break
+            changed.append((g, m0 + at))
+            if len(changed) > MAX_CHANGED:
+                return None
+            start = at + 1
+    return changed
 
 
-def _same(base: str, dirs, dir_stamps, metas, meta_stamps, fd: int | None) -> bool:
-    if fd is None:  # no stat relative to a descriptor here: whole paths (absolute ones stay)
-        dirs = [os.path.join(base, p) for p in dirs]
-        metas = [os.path.join(base, p) for p in metas]
+def _dirs_same(dirs, dir_stamps, fd: int | None) -> bool:
     stat, isdir = os.stat, stat_module.S_ISDIR
-    # Two tight loops: this is the whole cost of a warm refresh (a stat is ~2 µs of
-    # kernel time; the Python around it is kept to a tuple and a comparison).
     for path, want in zip(dirs, dir_stamps):
         try:
             st = stat(path, dir_fd=fd)
@@ -238,13 +282,22 @@ def _same(base: str, dirs, dir_stamps, metas, meta_stamps, fd: int | None) -> bo
                 return False
         elif (st.st_ino, st.st_mtime_ns, st.st_ctime_ns) != want or not isdir(st.st_mode):
             return False
-    for path, want in zip(metas, meta_stamps):
+    return True
+
+
+def _first_meta_diff(metas, meta_stamps, fd: int | None, start: int) -> int:
+    """The index of the first meta from start on whose stamp differs; -1 if none does."""
+    stat = os.stat
+    # A tight loop: this is the whole cost of a warm refresh (a stat is ~2 µs of kernel
+    # time; the Python around it is kept to a tuple and a comparison).
+    pairs = zip(metas, meta_stamps) if not start else zip(islice(metas, start, None), islice(meta_stamps, start, None))
+    for i, (path, want) in enumerate(pairs, start):
         try:
             st = stat(path, dir_fd=fd)
         except OSError:
             if want is not None:
-                return False
+                return i
             continue
         if (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) != want:
-            return False
-    return True
+            return i
+    return -1
