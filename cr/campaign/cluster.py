@@ -353,9 +353,14 @@ def serve_scheduler(host: str = "127.0.0.1", port: int = 8786, sec=None, on_read
 
 # -- the worker ------------------------------------------------------------------------------------
 
+MAX_NAME_TRIES = 64
+
+
 def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, trust: bool = False,
-                 insecure: bool = False, timeout: float = 10.0) -> None:
-    """Run a worker until interrupted or until its scheduler goes away (CRError then)."""
+                 insecure: bool = False, timeout: float = 10.0, unique: bool = False) -> None:
+    """Run a worker until interrupted or until its scheduler goes away (CRError then).
+    unique: name is a default (the host name): when a worker of that name is connected
+    already, join as NAME-2, NAME-3... instead of being refused."""
     from .placement import resources
     from .worker import GpuSlots, worker_info
 
@@ -364,21 +369,30 @@ def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, t
     check_plain(host, sec, insecure, "this worker would connect to the scheduler at")
     res = resources(platform)
     gpus = int(res.get("gpu", 0))
-    info = worker_info(name, platform, gpus)
-    try:
-        link = connect(addr, sec, timeout)
-        link.send({"op": "hello", "role": "worker", "name": name, "info": info, "resources": res})
-        answer, _ = link.recv(timeout=timeout)
-    except (OSError, LinkError) as exc:
-        raise CRError(f"the scheduler at {addr} does not answer: {exc}",
-                      hint="start it first (cr scheduler) and check the address and the --tls-* options") from None
-    if answer.get("op") != "welcome":
+    base = name
+    for attempt in range(1, (MAX_NAME_TRIES if unique else 1) + 1):
+        name = base if attempt == 1 else f"{base}-{attempt}"
+        info = worker_info(name, platform, gpus)
+        try:
+            link = connect(addr, sec, timeout)
+            link.send({"op": "hello", "role": "worker", "name": name, "info": info, "resources": res})
+            answer, _ = link.recv(timeout=timeout)
+        except (OSError, LinkError) as exc:
+            raise CRError(f"the scheduler at {addr} does not answer: {exc}",
+                          hint="start it first (cr scheduler) and check the address and the --tls-* options") from None
+        if answer.get("op") == "welcome":
+            break
         link.close()
-        raise CRError(f"the scheduler at {addr} refused this worker: {str(answer.get('message'))[:300]}",
-                      hint="give this worker another --name" if "already connected" in str(answer.get("message")) else None)
+        taken = "already connected" in str(answer.get("message"))
+        if not (taken and unique):
+            raise CRError(f"the scheduler at {addr} refused this worker: {str(answer.get('message'))[:300]}",
+                          hint="give this worker another --name" if taken else None)
+    else:
+        raise CRError(f"the scheduler at {addr} already has workers named {base} to {base}-{MAX_NAME_TRIES}",
+                      hint="give this worker a --name")
     link.heartbeat()
     if on_ready:
-        on_ready(addr, res)
+        on_ready(addr, res, name)
     slots = GpuSlots(gpus)
     try:
         while True:

@@ -96,7 +96,56 @@ def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
         return _on_gpu(job, ref, gpus)
     from .jobs import run_here
 
-    return wire.to_wire(run_here(job, ref, init=False))
+    if not timed(job):
+        return wire.to_wire(run_here(job, ref, init=False))
+    with machine_slot(info) as waited:
+        outcome = wire.to_wire(run_here(job, ref, init=False))
+    if waited >= 0.5:
+        outcome["worker"] = {**outcome.get("worker", {}), "waited_for_machine_s": round(waited, 1)}
+    return outcome
+
+
+TIMED_ACTIONS = ("benchmark", "profile")
+
+
+def timed(job) -> bool:
+    """Whether a job times anything (so it must not share this machine's cores with another
+    timed job): one that names benchmark or profile, or runs every declared action."""
+    return job.actions is None or any(a in TIMED_ACTIONS for a in job.actions)
+
+
+def slot_path() -> str:
+    """The host-wide lock file of the machine's benchmark slot (one per user: /tmp is shared)."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"reefkit-benchmark-slot-{os.getuid() if hasattr(os, 'getuid') else 0}.lock")
+
+
+@contextmanager
+def machine_slot(info: dict):
+    """Hold this machine's one benchmark slot for a timed job, whatever the number of cr workers
+    on it (each worker advertises benchmark=1; two on one host would otherwise time two jobs on
+    the same cores at once). Yields the seconds it waited. Without fcntl (Windows) it yields 0.0
+    and holds nothing."""
+    import time
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock: one worker per machine is the rule (docs/campaigns.md)
+        yield 0.0
+        return
+    fd = os.open(slot_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    t0 = time.monotonic()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"worker {info.get('name')}: waiting for this machine's benchmark slot (another cr worker on "
+                  f"{socket.gethostname()} is timing a job)", flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield time.monotonic() - t0
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def set_up(data: bytes, sha: str, trust: bool) -> str:

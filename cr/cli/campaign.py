@@ -362,7 +362,7 @@ def scheduler(host, port, tls_ca_file, tls_cert, tls_key, insecure):
 
 @click.command()
 @click.option("--scheduler", "scheduler_addr", required=True, metavar="ADDR", help="The scheduler's address (cr scheduler prints it).")
-@click.option("--name", help="This worker's name (default: the host name).")
+@click.option("--name", help="This worker's name (default: the host name; HOST-2, HOST-3... when taken).")
 @click.option("--cr-home", type=click.Path(file_okay=False), help="The CR_HOME jobs run in (default: CR_HOME).")
 @click.option("--platform-root", type=click.Path(file_okay=False), help="Advertise the machine captured in this directory (cr platform --capture).")
 @click.option("--trust", is_flag=True, help="Let archives' install scripts and probes run without asking (only for a coordinator you trust).")
@@ -384,15 +384,16 @@ def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls
     sec = _security(tls_ca_file, tls_cert, tls_key)
     addr = address(scheduler_addr, sec)
     plat = detect(root=platform_root) if platform_root else current()
+    unique = not name
     name = name or socket.gethostname()
 
-    def ready(where, res):
+    def ready(where, res, name):
         labels = ", ".join(f"{k}={int(v)}" for k, v in res.items() if k in ("benchmark", "gpu"))
         caps = ", ".join(k for k in res if k not in ("benchmark", "gpu"))
         click.echo(f"worker {name} joined {where} (listening nowhere): {labels}; capabilities {caps}")
         sys.stdout.flush()
 
     try:
-        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure)
+        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure, unique=unique)
     except KeyboardInterrupt:
         click.echo("worker stopped", err=True)
