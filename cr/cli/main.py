@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # exit 2 as every CLI: nothing ran (docs/solutions.md relies on it)
+        where = exc.ctx.command_path if exc.ctx is not None else "cr"
+        output.error(exc.format_message(), f"{where} --help shows its usage")
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
