@@ -42,3 +42,11 @@ class StoreError(CRError):
 
 class Conflict(CRError):
     """Something already exists where it would be created."""
+
+
+def similar(word: str, choices, n: int = 2) -> list[str]:
+    """The closest of choices to a mistyped word (difflib's ratio >= 0.75), best first: what an
+    error's "did you mean" names. Empty when nothing is close."""
+    import difflib
+
+    return difflib.get_close_matches(word, sorted(choices), n=n, cutoff=0.75)

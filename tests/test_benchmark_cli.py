@@ -107,7 +107,7 @@ def test_unknown_backend(run_cr):
     done = run_cr("benchmark", "model", "iris-logreg", "--backend", "tensorflw")
     assert done.returncode == 1
     assert done.stderr.splitlines()[:2] == [
-        "Error: unknown backend 'tensorflw'",
+        "Error: unknown backend 'tensorflw' (did you mean tensorflow?)",
         "Hint: available backends: null, onnxruntime, tensorflow, tensorrt, tflite, torch; a distribution adds one under the entry-point group cr.backends",
     ]
 

@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import CRError
+from ..errors import CRError, similar
 
 GROUP = "cr.backends"
 ENV_VAR = "CR_BACKENDS"
@@ -106,8 +106,9 @@ def find(name: str) -> BackendEntry:
         )
     if name not in chosen:
         names = ", ".join(sorted(chosen)) or "none"
+        close = similar(name, chosen)
         raise BackendError(
-            f"unknown backend {name!r}",
+            f"unknown backend {name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else ""),
             hint=f"available backends: {names}; a distribution adds one under the entry-point group {GROUP}",
         )
     entry = chosen[name]

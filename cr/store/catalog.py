@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CRError, NotFound, RepoError
+from ..errors import CRError, NotFound, RepoError, similar
 from ..events import reporter
 from ..fsutil import sha256_file
 from ..paths import cr_home
@@ -140,8 +140,9 @@ def matching(ref: str | Ref, index: Index | None = None, prefer_repo: str | None
             candidates = prefer_trusted(candidates, index)
         repos = [r.name for r in index.repos]
         if not candidates:
+            close = _close_names(index, ref)
             raise NotFound(
-                f"no component {ref.kind}:{ref.name}",
+                f"no component {ref.kind}:{ref.name}" + (f" (did you mean {' or '.join(close)}?)" if close else ""),
                 hint=f"searched repositories: {', '.join(repos)}; cr find {ref.kind} lists what exists",
             )
         matching = [c for c in candidates if ref.matches_version(c.version)]
@@ -164,6 +165,17 @@ def matching(ref: str | Ref, index: Index | None = None, prefer_repo: str | None
         if own:
             index.close()
     return matching
+
+
+def _close_names(index: Index, ref: Ref) -> list[str]:
+    """Names of ref's kind close to its name (the "did you mean" of a ref that matches nothing);
+    the index is brought up to date for the whole kind first (a name-scoped one may not hold
+    the others), on this error path only."""
+    try:
+        index.refresh(ref.kind)
+        return similar(ref.name, {c.name for c in index.components(kind=ref.kind)})
+    except CRError:
+        return []
 
 
 def _prefer(components: list[Component], repo: str) -> list[Component]:
