@@ -9,11 +9,12 @@ or the caller's own (tests, benchmarks/bench_harness.py). Inputs arrive pre-buil
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from itertools import cycle
 
 from ..errors import CRError
-from . import scenarios, stats, warmup
+from . import modes, scenarios, stats, warmup
 
 
 @dataclass
@@ -78,7 +79,18 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
     settings.check()
     if not batches:
         raise CRError("no input batches to run")
-    run = backend.run
+    with timed(backend, batches) as run:
+        return _benchmark(run, backend, batches, batch_size, settings)
+
+
+def timed(backend, batches: list):
+    """The backend's timed window over batches (Backend.timed: its contexts entered once, its
+    inputs converted once), or its run() as it is for a backend without one."""
+    hook = getattr(backend, "timed", None)
+    return hook(batches) if callable(hook) else nullcontext(backend.run)
+
+
+def _benchmark(run, backend, batches: list, batch_size: int, settings: Settings) -> Outcome:
     min_ns = int(settings.min_duration_s * 1e9)
     # the maximum never cuts a run short of its minimum duration
     max_ns = max(int(settings.max_duration_s * 1e9), min_ns) if settings.max_duration_s else None
@@ -109,8 +121,10 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
         out["stopped_by"] = "sustained"
         out["sustained"] = sustained
     out["phases"] = warmup.phases(warm, out, lat)
+    out["modes"] = modes.account(lat)
     if settings.fidelity:
-        out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream")
+        out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream",
+                                          bare=warmup.framework_loop(backend, batches))
     return Outcome(out, lat)
 
 

@@ -20,6 +20,18 @@ A backend is a class, instantiated with no arguments, then:
     prepare(batch) -> None            optional: get ready for batches shaped like this one
                                       (e.g. resize a TFLite interpreter), outside the timed
                                       loop; run() does it itself on a new shape otherwise
+    timed(batches) -> context manager yielding run'   optional: entered once around a timed
+                                      window (warm-up, scenario, fidelity loop) over these
+                                      batches; run'(batch) runs what run(batch) runs at no
+                                      more per-call cost than the framework's own loop
+                                      (contexts such as torch.inference_mode entered once,
+                                      inputs converted once per batch object) and returns the
+                                      outputs in the framework's own types (the timed loops
+                                      drop them; run() is what returns numpy arrays)
+    bare(batches) -> (call, items)    optional: the framework's minimal loop body for the
+                                      --fidelity check: call(item) made of framework calls
+                                      only, items[i] prebuilt from batches[i] (run inside
+                                      timed(), after the scenario)
 
 run() returns the outputs as a list of numpy arrays in the model's output order (the null
 backend, which knows only declared names, returns {name: array}). The framework is imported
@@ -34,6 +46,8 @@ Subclassing Backend is optional (the registry checks the methods, not the base c
 brings option checking (OPTIONS), format checking (FORMATS) and the input check.
 """
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 from ...errors import CRError
 
@@ -80,6 +94,11 @@ class Backend:
 
     def prepare(self, batch: dict) -> None:
         pass
+
+    def timed(self, batches: list):
+        """The callable to time over these batches, valid while the context is held (see the
+        module's doc); the default is run() itself."""
+        return nullcontext(self.run)
 
 
 def check_format(backend, meta: dict, ref: str = "the model") -> None:
