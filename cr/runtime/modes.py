@@ -5,8 +5,9 @@ level part-way (a core migration, a frequency step, a neighbour starting), or a 
 process that lands in a slower level because of what it loaded (efficientnet-lite0 on
 torch was seen at ~22 ms or ~28 ms p50 depending on the libraries imported around torch).
 
-``modes(latencies)`` looks for the first kind: it splits the sorted latencies where the
-two sides are most apart (Otsu's split: the largest between-class variance) and calls the
+``modes(latencies)`` looks for the first kind: it leaves out the slowest TRIM (preemptions),
+splits the rest where the two sides are most apart on a log scale (Otsu's split: the largest
+between-class variance) and calls the
 run *bimodal* when each side holds at least MIN_SHARE of the queries, their medians differ
 by more than MIN_GAP of the lower one, and the split is clean (Ashman's D above MIN_D = 3, with
 each side's spread taken robustly from its interquartile range, so a long tail of slow
@@ -25,6 +26,7 @@ MIN_GAP = 0.05  # the modes' medians differ by more than this share of the lower
 MIN_D = 3.0  # Ashman's D on robust spreads: one normal split in two gives 2.2, a uniform 2.7
 MAX_POINTS = 20_000  # the split is found on at most this many evenly spaced order statistics
 MIN_QUERIES = 50
+TRIM = 0.05  # the slowest share left out before splitting
 
 # top-level modules whose presence (and import order) can change a framework's kernels,
 # allocator or threads in the same process
@@ -51,15 +53,21 @@ def modes(latencies_ns) -> dict | None:
     xs = sorted(latencies_ns)
     if len(xs) < MIN_QUERIES:
         return None
+    # the slowest TRIM are preemptions on a busy machine: left in, one 4 ms query outweighs a
+    # hundred 0.3 ms ones in a variance and the split lands in the tail
+    trimmed = int(TRIM * len(xs))
+    xs = xs[: len(xs) - trimmed]
+    everyone = len(xs) + trimmed
     if len(xs) > MAX_POINTS:  # order statistics keep the shape; the split needs no more
         step = len(xs) / MAX_POINTS
         xs = [xs[int(i * step)] for i in range(MAX_POINTS)]
     n = len(xs)
-    total = float(sum(xs))
+    logs = [math.log(max(x, 1)) for x in xs]  # levels are ratios apart: split on a log scale
+    total = math.fsum(logs)
     least = max(2, math.ceil(MIN_SHARE * n))
     best, cut, left = -1.0, None, 0.0
     for i in range(1, n):
-        left += xs[i - 1]
+        left += logs[i - 1]
         if i < least or n - i < least:
             continue
         mean_l, mean_r = left / i, (total - left) / (n - i)
@@ -73,7 +81,7 @@ def modes(latencies_ns) -> dict | None:
     d = math.inf if spread == 0 else math.sqrt(2) * (high - low) / spread
     gap = (high / low - 1) if low > 0 else math.inf
     return {"bimodal": bool(gap > MIN_GAP and d > MIN_D), "low_p50_ns": low, "high_p50_ns": high,
-            "high_share": (n - cut) / n, "gap": gap, "separation": d if math.isfinite(d) else None}
+            "high_share": 1 - (cut / n) * (1 - trimmed / everyone), "gap": gap, "separation": d if math.isfinite(d) else None}
 
 
 def libraries() -> list[str]:

@@ -24,6 +24,7 @@ with other sizes.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from ...errors import CRError
 from .base import Backend, InputMismatch, check_inputs, first_line, pair_names
@@ -188,6 +189,20 @@ class TensorflowBackend(Backend):
         if self._keys is not None:
             return [out[k].numpy() for k in self._keys]
         return _flatten(out, self._dict_keys)
+
+    @contextmanager
+    def timed(self, batches):
+        """run() without its per-call work: each batch's inputs made TensorFlow tensors once
+        (run() has checked their dtypes before the window), the outputs left as TensorFlow's
+        (.numpy() is run()'s). Batches not given here go through run()."""
+        tf, call, slow = self._tf, self._call, self.run
+        ready = {id(b): (b, {n: tf.convert_to_tensor(b[n]) for n, _ in self._dtypes}) for b in batches}
+
+        def run(batch):
+            hit = ready.get(id(batch))
+            return call(hit[1]) if hit is not None and hit[0] is batch else slow(batch)
+
+        yield run
 
     def close(self):
         self._call = None
