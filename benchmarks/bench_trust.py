@@ -21,8 +21,8 @@ here is reported, not fatal).
 --floor: cr's timed path against a bare framework loop, before and after. For lenet-digits
 and efficientnet-lite0 on onnxruntime, torch and tflite (batch 1, one thread, 16 seeded
 synthetic batches), each child process loads the model through cr's backend and times, in
-alternating blocks, (a) what cr's harness calls per query -- Backend.timed()'s callable
-where the checkout has it, else backend.run() -- and (b) a framework loop written here,
+alternating blocks, (a) what cr's harness calls per query -- Backend.timed()'s callable on
+its prepared items where the checkout has it, else backend.run() on the batches -- and (b) a framework loop written here,
 independent of cr (session.run on the feed; set_tensor/invoke/get_tensor; module(tensor)
 under one torch.inference_mode per block), over the same batches. cr p50 / bare p50 comes
 from one process, so a neighbour's load falls on both. "before" runs the same child with
@@ -173,7 +173,7 @@ def child(spec: dict) -> dict:
     batches = [{declared["name"]: rng.standard_normal(shape).astype(declared["dtype"])} for _ in range(16)]
     backend.prepare(batches[0])
     hook = getattr(harness, "timed", None)
-    window = hook(backend, batches) if hook else nullcontext(backend.run)
+    window = hook(backend, batches) if hook else nullcontext((backend.run, batches))
     name, grad = spec["backend"], nullcontext
     if name == "onnxruntime":
         sess, outs = backend.session, backend._outputs  # noqa: SLF001
@@ -208,12 +208,12 @@ def child(spec: dict) -> dict:
             lat.append(perf() - t0)
 
     ours, bare = [], []
-    with window as run:
-        loop(run, batches, spec["block"], [])  # warm-up, both paths
+    with window as (run, ready):
+        loop(run, ready, spec["block"], [])  # warm-up, both paths
         with grad():
             loop(call, items, spec["block"], [])
         for _ in range(spec["blocks"]):
-            loop(run, batches, spec["block"], ours)
+            loop(run, ready, spec["block"], ours)
             with grad():
                 loop(call, items, spec["block"], bare)
     backend.close()

@@ -145,18 +145,17 @@ def test_the_timed_window_gives_run_s_numbers_on_lenet(name):
     backend = _lenet(name)
     batches = _batches(backend)
     before = [backend.run(b) for b in batches]  # run() is the path validate and predict take
-    with timed(backend, batches) as run:
-        during = [_flat(run(b)) for b in batches * 2]  # each batch again: its reused inputs
-        other = _batches(backend, 1)[0]
-        other[next(iter(other))] += 1  # an array the window was not given
-        assert [a.tolist() for a in _flat(run(other))] == [a.tolist() for a in backend.run(other)]
-        call, by_id = framework_loop(backend, batches)
-        floor = [_flat(call(*by_id[id(b)])) for b in batches]
+    with timed(backend, batches) as (run, items):
+        assert len(items) == len(batches)
+        during = [_flat(run(item)) for item in items * 2]  # each item again: inputs made once, reused
+        call, by_id = framework_loop(backend, batches, items)
+        floor = [_flat(call(*by_id[id(item)])) for item in items]
     for expected, got, bare in zip(before * 2, during, floor * 2):
         assert [a.tolist() for a in expected] == [a.tolist() for a in got] == [a.tolist() for a in bare]
     assert all(isinstance(a, np.ndarray) for out in before for a in out)
     # the window leaves nothing behind: run() afterwards still gives numpy, the same numbers
-    assert [a.tolist() for a in backend.run(batches[0])[:1]] == [a.tolist() for a in before[0][:1]]
+    again = backend.run(batches[0])
+    assert isinstance(again[0], np.ndarray) and [a.tolist() for a in again] == [a.tolist() for a in before[0]]
     backend.close()
 
 
@@ -165,19 +164,22 @@ def test_torch_holds_inference_mode_for_the_window_only():
 
     backend = _lenet("torch")
     batches = _batches(backend)
-    with timed(backend, batches) as run:
+    with timed(backend, batches) as (run, items):
         assert torch.is_inference_mode_enabled()
-        run(batches[0])
+        assert all(isinstance(t, torch.Tensor) for t in items)  # made once, before any query
+        run(items[0])
     assert not torch.is_inference_mode_enabled()
     backend.close()
 
 
-def test_tflite_window_follows_a_batch_of_another_size():
+def test_tflite_window_over_batches_of_two_sizes_goes_through_run():
     backend = _lenet("tflite")
-    ones, twos = _batches(backend, 2, 1), _batches(backend, 1, 2)
-    with timed(backend, ones) as run:
-        out = _flat(run(twos[0]))  # resizes through run(), as run() always has
-    assert out[0].shape[0] == 2 and [a.tolist() for a in out] == [a.tolist() for a in backend.run(twos[0])]
+    mixed = _batches(backend, 1, 1) + _batches(backend, 1, 2)
+    with timed(backend, mixed) as (run, items):
+        assert items == mixed  # no single shape to allocate for: run() resizes per batch, as it always has
+        outs = [_flat(run(b)) for b in items]
+    assert [o[0].shape[0] for o in outs] == [1, 2]
+    assert [o[0].tolist() for o in outs] == [backend.run(b)[0].tolist() for b in mixed]
     backend.close()
 
 

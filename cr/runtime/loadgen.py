@@ -105,21 +105,21 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
     lg = _import()
     # LoadGen issues single-stream/multi-stream/server/offline queries from the thread that
     # called StartTest (this one), so a thread-local context entered here holds for them
-    with timed(backend, batches) as run_:
-        return _run(lg, run_, backend, batches, batch_size, settings, log_dir, trace)
+    with timed(backend, batches) as (run_, ready):
+        return _run(lg, run_, ready, backend, batches, batch_size, settings, log_dir, trace)
 
 
-def _run(lg, run_, backend, batches, batch_size, settings, log_dir, trace) -> Outcome:
+def _run(lg, run_, ready, backend, batches, batch_size, settings, log_dir, trace) -> Outcome:
     calls = -(-settings.samples_per_query // batch_size) if settings.scenario == "multi-stream" else 1
-    warm = _warm_up(run_, batches, calls, settings)
+    warm = _warm_up(run_, ready, calls, settings)
     typical_ns = warm["fastest_ns"]
     test = _test_settings(lg, settings, calls, typical_ns)
     if trace is None:  # offline's latencies come from the SUT anyway (one LoadGen query)
         trace = settings.scenario != "offline" and _expected_samples(settings, calls, typical_ns) <= TRACE_MAX_SAMPLES
     _clear_logs(log_dir)
     record = _Record()
-    issue = (_offline_sut if settings.scenario == "offline" else _sut)(lg, run_, batches, record)
-    _start(lg, issue, max(len(batches), calls), test, log_dir, trace)
+    issue = (_offline_sut if settings.scenario == "offline" else _sut)(lg, run_, ready, record)
+    _start(lg, issue, max(len(ready), calls), test, log_dir, trace)
     if record.error is not None:
         raise record.error
     detail = read_detail(os.path.join(log_dir, "mlperf_log_detail.txt"))
@@ -141,8 +141,8 @@ def _run(lg, run_, backend, batches, batch_size, settings, log_dir, trace) -> Ou
     metrics["phases"] = warmup.phases(warm, metrics, latencies)
     metrics["modes"] = modes.account(latencies)
     if settings.fidelity:
-        metrics["fidelity"] = warmup.fidelity(run_, _queries(batches, calls), metrics, grouped=True,
-                                              bare=warmup.framework_loop(backend, batches))
+        metrics["fidelity"] = warmup.fidelity(run_, _queries(ready, calls), metrics, grouped=True,
+                                              bare=warmup.framework_loop(backend, batches, ready))
     metrics["latency_source"] = source
     version, _, build = str(values.get("loadgen_version", "")).partition(" @ ")
     metrics["loadgen"] = {

@@ -157,15 +157,16 @@ def bare_loop(run, items: list, count: int, max_s: float, grouped: bool = False)
     return lat
 
 
-def framework_loop(backend, batches: list):
-    """(call, {id(batch): the args call takes for it}) from backend.bare(batches), or None
-    when the backend has no framework loop of its own."""
+def framework_loop(backend, batches: list, items: list):
+    """(call, {id(items[i]): the args call takes for batches[i]}) from backend.bare(batches),
+    or None when the backend has no framework loop of its own. items: what the timed loops
+    ran for each batch (Backend.timed's)."""
     hook = getattr(backend, "bare", None)
     made = hook(batches) if callable(hook) else None
     if made is None:
         return None
     call, args = made
-    return call, {id(b): a for b, a in zip(batches, args)}
+    return call, {id(item): a for item, a in zip(items, args)}
 
 
 def framework_bare_loop(call, items: list, count: int, max_s: float, grouped: bool = False) -> array:

@@ -20,14 +20,15 @@ A backend is a class, instantiated with no arguments, then:
     prepare(batch) -> None            optional: get ready for batches shaped like this one
                                       (e.g. resize a TFLite interpreter), outside the timed
                                       loop; run() does it itself on a new shape otherwise
-    timed(batches) -> context manager yielding run'   optional: entered once around a timed
-                                      window (warm-up, scenario, fidelity loop) over these
-                                      batches; run'(batch) runs what run(batch) runs at no
-                                      more per-call cost than the framework's own loop
-                                      (contexts such as torch.inference_mode entered once,
-                                      inputs converted once per batch object) and returns the
-                                      outputs in the framework's own types (the timed loops
-                                      drop them; run() is what returns numpy arrays)
+    timed(batches) -> context manager yielding (run', items)   optional: entered once around
+                                      a timed window (warm-up, scenario, fidelity loop) over
+                                      these batches; items[i] is batches[i] made ready for the
+                                      framework once (tensors, bound arrays), and run'(items[i])
+                                      runs what run(batches[i]) runs at no more per-call cost
+                                      than the framework's own loop (contexts such as
+                                      torch.inference_mode entered once), returning the
+                                      framework's own outputs (the timed loops drop them;
+                                      run() is what returns numpy arrays)
     bare(batches) -> (call, items)    optional: the framework's minimal loop body for the
                                       --fidelity check: call(item) made of framework calls
                                       only, items[i] prebuilt from batches[i] (run inside
@@ -96,9 +97,9 @@ class Backend:
         pass
 
     def timed(self, batches: list):
-        """The callable to time over these batches, valid while the context is held (see the
-        module's doc); the default is run() itself."""
-        return nullcontext(self.run)
+        """(the callable to time, the items it takes for batches), valid while the context is
+        held (see the module's doc); the default is run() on the batches themselves."""
+        return nullcontext((self.run, batches))
 
 
 def check_format(backend, meta: dict, ref: str = "the model") -> None:

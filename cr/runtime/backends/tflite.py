@@ -128,35 +128,17 @@ class TfliteBackend(Backend):
             self.prepare(batches[0])
         same = all(tuple(b[name].shape) == self._shapes[name] for b in batches for name, _, _ in self._feed)
         if not same:
-            yield self.run
+            yield self.run, batches
             return
-        interp, slow = self._interp, self.run
-        set_tensor, invoke, get_tensor = interp.set_tensor, interp.invoke, interp.get_tensor
-        feed, fetch = [(name, index) for name, index, _ in self._feed], self._fetch
-        if len(feed) == 1 and len(fetch) == 1:  # the common case, without the loops
-            (name, index), (out,) = feed[0], fetch
-
-            def run_one(batch):
-                try:
-                    set_tensor(index, batch[name])
-                    invoke()
-                except Exception:  # another shape, a wrong input: run() resizes or names the fault
-                    return slow(batch)
-                return [get_tensor(out)]
-
-            yield run_one
+        call, args = self.bare(batches)
+        if len(self._feed) == 1:
+            yield call, [a[0] for a in args]
             return
 
-        def run(batch):
-            try:
-                for name, index in feed:
-                    set_tensor(index, batch[name])
-                invoke()
-            except Exception:  # another shape, a wrong input: run() resizes or names the fault
-                return slow(batch)
-            return [get_tensor(i) for i in fetch]
+        def run(xs):
+            return call(*xs)
 
-        yield run
+        yield run, args
 
     def bare(self, batches):
         """set_tensor for each input, invoke, get_tensor for each output: a LiteRT user's loop."""
