@@ -31,6 +31,12 @@ alternate --rounds times; medians are printed.
 
     .venv/bin/python benchmarks/bench_trust.py --floor [--rounds 3] [--before main] [--home DIR]
 
+--import-order: efficientnet-lite0 on torch (one thread, batch 1) in fresh processes that
+import numpy only, PIL and scipy before torch, or torch before them; 30 warm-up and 100 timed
+calls of the module under inference_mode each; orders alternate --rounds times; p50s printed.
+
+    .venv/bin/python benchmarks/bench_trust.py --import-order [--rounds 4]
+
 --home reuses a CR_HOME where efficientnet-lite0's ONNX and TFLite variants were compiled
 (the TFLite conversion takes minutes here).
 """
@@ -261,9 +267,57 @@ def floor(args, home: str) -> list[dict]:
     return rows
 
 
+ORDERS = ("numpy-only", "pil-scipy-first", "torch-first")
+
+
+def order_child(order: str) -> float:
+    """efficientnet-lite0's torch p50 (ms) in this process, the libraries imported in that order."""
+    import time
+
+    import numpy as np
+
+    if order == "pil-scipy-first":
+        import PIL.Image  # noqa: F401
+        import scipy.ndimage  # noqa: F401
+    import torch
+
+    if order == "torch-first":
+        import PIL.Image  # noqa: F401,F811
+        import scipy.ndimage  # noqa: F401,F811
+    from cr.runtime import registry
+
+    file, meta = model_file("efficientnet-lite0", "torch-state-dict", "")
+    backend = registry.load_backend("torch")
+    backend.load(file, meta, {"threads": 1})
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32))
+    lat = []
+    with torch.inference_mode():
+        for i in range(130):
+            t0 = time.perf_counter_ns()
+            backend.model(x)
+            if i >= 30:
+                lat.append(time.perf_counter_ns() - t0)
+    return statistics.median(lat) / 1e6
+
+
+def import_order(args) -> dict:
+    got: dict = {o: [] for o in ORDERS}
+    for _ in range(args.rounds):
+        for order in ORDERS:
+            done = subprocess.run([sys.executable, __file__, "--order-child", order], capture_output=True, text=True)
+            got[order].append(float(done.stdout.strip().splitlines()[-1]))
+    for order, p50s in got.items():
+        print(f"efficientnet-lite0 torch  {order:<16} p50 median {statistics.median(p50s):7.2f} ms  rounds "
+              + ", ".join(f"{x:.1f}" for x in p50s), flush=True)
+    return got
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         print(json.dumps(child(json.loads(sys.argv[2]))))
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--order-child":
+        print(order_child(sys.argv[2]))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -271,8 +325,14 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="Print every round as JSON at the end.")
     ap.add_argument("--floor", action="store_true", help="cr's per-query path vs a bare framework loop, before/after.")
     ap.add_argument("--before", default="main", help="The git ref whose cr is 'before' (--floor).")
+    ap.add_argument("--import-order", action="store_true", help="efficientnet-lite0 torch p50 by library import order.")
     ap.add_argument("--home", help="A CR_HOME holding efficientnet-lite0's compiled variants (reused, not removed).")
     args = ap.parse_args()
+    if args.import_order:
+        got = import_order(args)
+        if args.json:
+            print(json.dumps(got, indent=2))
+        return
     with tempfile.TemporaryDirectory(prefix="cr-bench-trust-") as tmp:
         home = args.home or tmp
         if not args.home:
