@@ -52,6 +52,15 @@ def test_one_level_with_noise_or_a_tail_is_not_flagged(shape):
     assert modes.modes([int(draw()) for _ in range(5000)])["bimodal"] is False
 
 
+def test_a_long_run_is_judged_on_a_sample_of_its_queries():
+    from array import array
+
+    r = random.Random(2)
+    lat = array("q", (int(r.gauss(20e3, 0.5e3)) if i % 3 else int(r.gauss(30e3, 0.5e3)) for i in range(450_000)))
+    found = modes.modes(lat)
+    assert found["bimodal"] is True and found["high_share"] == pytest.approx(1 / 3, abs=0.02)
+
+
 def test_too_few_queries_judge_nothing():
     assert modes.modes([1000, 2000] * 10) is None
     assert modes.account([1000] * 10)["bimodal"] is None
