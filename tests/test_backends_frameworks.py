@@ -488,3 +488,23 @@ def test_tensorrt_matches_onnxruntime(torch_models, tmp_path):  # pragma: no cov
     result = _child({**plan_meta, "name": "tiny-trt"}, tmp_path, "tensorrt")
     assert result["backend_info"]["framework"] == "tensorrt"
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["keras", "savedmodel"])
+def test_tensorflow_timed_window_gives_run_s_numbers(tf_models, fmt):
+    from cr.runtime.harness import timed
+
+    meta = tf_models.metas[fmt]
+    backend = _backend("tensorflow", tf_models.folder / meta["file"], meta)  # threads: fixed once TF runs
+    try:
+        batches = [{"x": _images(2, "nhwc", seed=s)} for s in (1, 2)]
+        before = [backend.run(b) for b in batches]
+        with timed(backend, batches) as (run, items):
+            during = [run(item) for item in items * 2]  # the window's outputs are TensorFlow's tensors
+        for expected, got in zip(before * 2, during):
+            got = [got[k] for k in backend._keys] if isinstance(got, dict) else got  # noqa: SLF001
+            got = got if isinstance(got, (list, tuple)) else [got]
+            assert [np.asarray(g).tolist() for g in got] == [e.tolist() for e in expected]
+    finally:
+        backend.close()

@@ -30,7 +30,17 @@ def phase_rows(metrics: dict) -> list[list]:
     fid = metrics.get("fidelity") if isinstance(metrics.get("fidelity"), dict) else None
     if fid:
         rows.append(["fidelity", fidelity_text(fid)])
+    found = metrics.get("modes") if isinstance(metrics.get("modes"), dict) else {}
+    if found.get("bimodal"):
+        rows.append(["modes", modes_text(found)])
     return rows
+
+
+def modes_text(found: dict) -> str:
+    """'TWO MODES: 40% of the queries near 28.0 ms, the rest near 22.0 ms (+27.2%)'."""
+    return (f"TWO MODES: {100 * found.get('high_share', 0):.0f}% of the queries near {found['high_p50_ns'] / 1e6:.4g} ms, "
+            f"the rest near {found['low_p50_ns'] / 1e6:.4g} ms ({100 * found.get('gap', 0):+.1f}%): the p50 depends on "
+            f"which mode a run lands in")
 
 
 def warmup_text(warm: dict) -> str:
@@ -65,7 +75,11 @@ def fidelity_text(fid: dict) -> str:
     bare = fid.get("bare_p50_ns")
     if not isinstance(ratio, (int, float)):
         return "not measured"
-    return f"cr p50 / bare loop p50 = {ratio:.3f} (bare p50 {bare / 1e6:.4f} ms over {fid.get('queries')} queries)"
+    loop = {"framework": "the framework's own loop", "backend.run": "a loop around backend.run"}.get(fid.get("bare"), "bare loop")
+    delta = fid.get("delta_ns")
+    extra = f", {delta / 1e3:+.2f} us a query" if isinstance(delta, (int, float)) else ""
+    return (f"cr p50 / bare loop p50 = {ratio:.3f}{extra} (bare: {loop}, p50 {bare / 1e6:.4f} ms over "
+            f"{fid.get('queries')} queries)")
 
 
 def _pct(x) -> str:

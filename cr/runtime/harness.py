@@ -9,11 +9,12 @@ or the caller's own (tests, benchmarks/bench_harness.py). Inputs arrive pre-buil
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from itertools import cycle
 
 from ..errors import CRError
-from . import scenarios, stats, warmup
+from . import modes, scenarios, stats, warmup
 
 
 @dataclass
@@ -78,15 +79,27 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
     settings.check()
     if not batches:
         raise CRError("no input batches to run")
-    run = backend.run
+    with timed(backend, batches) as (run, ready):
+        return _benchmark(run, ready, backend, batches, batch_size, settings)
+
+
+def timed(backend, batches: list):
+    """The backend's timed window over batches, yielding (run, items): Backend.timed (its
+    contexts entered once, items[i] = batches[i] made ready for the framework once), or
+    (backend.run, batches) for a backend without one."""
+    hook = getattr(backend, "timed", None)
+    return hook(batches) if callable(hook) else nullcontext((backend.run, batches))
+
+
+def _benchmark(run, ready: list, backend, batches: list, batch_size: int, settings: Settings) -> Outcome:
     min_ns = int(settings.min_duration_s * 1e9)
     # the maximum never cuts a run short of its minimum duration
     max_ns = max(int(settings.max_duration_s * 1e9), min_ns) if settings.max_duration_s else None
     extra: dict = {}
     if settings.scenario == "multi-stream":
         calls = -(-settings.samples_per_query // batch_size)
-        feed = cycle(batches)
-        queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(batches))]
+        feed = cycle(ready)
+        queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(ready))]
         warm = warmup.warm_up(run, queries, settings, grouped=True)
         per_query, items = calls * batch_size, queries
         if settings.sustained_s:
@@ -94,23 +107,25 @@ def benchmark(backend, batches: list, batch_size: int, settings: Settings) -> Ou
         else:
             lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns, max_ns)
     else:
-        warm = warmup.warm_up(run, batches, settings)
-        per_query, items = batch_size, batches
+        warm = warmup.warm_up(run, ready, settings)
+        per_query, items = batch_size, ready
         if settings.sustained_s:
             lat, start, end, extra = _sustained(run, items, settings)
         elif settings.scenario == "server":
-            lat, start, end, extra = scenarios.server(run, batches, settings.min_queries, min_ns, settings.target_qps,
+            lat, start, end, extra = scenarios.server(run, ready, settings.min_queries, min_ns, settings.target_qps,
                                                       settings.seed, max_ns)
         else:
-            lat, start, end = scenarios.back_to_back(run, batches, settings.min_queries, min_ns, max_ns)
+            lat, start, end = scenarios.back_to_back(run, ready, settings.min_queries, min_ns, max_ns)
     sustained = extra.pop("sustained", None)
     out = metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings)
     if sustained is not None:
         out["stopped_by"] = "sustained"
         out["sustained"] = sustained
     out["phases"] = warmup.phases(warm, out, lat)
+    out["modes"] = modes.account(lat)
     if settings.fidelity:
-        out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream")
+        out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream",
+                                          bare=warmup.framework_loop(backend, batches, ready))
     return Outcome(out, lat)
 
 

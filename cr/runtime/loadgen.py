@@ -49,8 +49,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import cycle
 
 from ..errors import CRError
-from . import stats, warmup
-from .harness import Outcome, Settings
+from . import modes, stats, warmup
+from .harness import Outcome, Settings, timed
 
 LOADGEN_SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "offline": "Offline", "server": "Server"}
 LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json", "mlperf_log_trace.json")
@@ -103,16 +103,23 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
     if not batches:
         raise CRError("no input batches to run")
     lg = _import()
+    # LoadGen issues single-stream/multi-stream/server/offline queries from the thread that
+    # called StartTest (this one), so a thread-local context entered here holds for them
+    with timed(backend, batches) as (run_, ready):
+        return _run(lg, run_, ready, backend, batches, batch_size, settings, log_dir, trace)
+
+
+def _run(lg, run_, ready, backend, batches, batch_size, settings, log_dir, trace) -> Outcome:
     calls = -(-settings.samples_per_query // batch_size) if settings.scenario == "multi-stream" else 1
-    warm = _warm_up(backend.run, batches, calls, settings)
+    warm = _warm_up(run_, ready, calls, settings)
     typical_ns = warm["fastest_ns"]
     test = _test_settings(lg, settings, calls, typical_ns)
     if trace is None:  # offline's latencies come from the SUT anyway (one LoadGen query)
         trace = settings.scenario != "offline" and _expected_samples(settings, calls, typical_ns) <= TRACE_MAX_SAMPLES
     _clear_logs(log_dir)
     record = _Record()
-    issue = (_offline_sut if settings.scenario == "offline" else _sut)(lg, backend.run, batches, record)
-    _start(lg, issue, max(len(batches), calls), test, log_dir, trace)
+    issue = (_offline_sut if settings.scenario == "offline" else _sut)(lg, run_, ready, record)
+    _start(lg, issue, max(len(ready), calls), test, log_dir, trace)
     if record.error is not None:
         raise record.error
     detail = read_detail(os.path.join(log_dir, "mlperf_log_detail.txt"))
@@ -132,8 +139,10 @@ def run(backend, batches: list, batch_size: int, settings: Settings, log_dir: st
     metrics["engine"] = "loadgen"
     metrics["window_monotonic_ns"] = [record.first, record.last]  # the SUT's first issue to last completion (perf_counter_ns)
     metrics["phases"] = warmup.phases(warm, metrics, latencies)
+    metrics["modes"] = modes.account(latencies)
     if settings.fidelity:
-        metrics["fidelity"] = warmup.fidelity(backend.run, _queries(batches, calls), metrics, grouped=True)
+        metrics["fidelity"] = warmup.fidelity(run_, _queries(ready, calls), metrics, grouped=True,
+                                              bare=warmup.framework_loop(backend, batches, ready))
     metrics["latency_source"] = source
     version, _, build = str(values.get("loadgen_version", "")).partition(" @ ")
     metrics["loadgen"] = {

@@ -20,6 +20,19 @@ A backend is a class, instantiated with no arguments, then:
     prepare(batch) -> None            optional: get ready for batches shaped like this one
                                       (e.g. resize a TFLite interpreter), outside the timed
                                       loop; run() does it itself on a new shape otherwise
+    timed(batches) -> context manager yielding (run', items)   optional: entered once around
+                                      a timed window (warm-up, scenario, fidelity loop) over
+                                      these batches; items[i] is batches[i] made ready for the
+                                      framework once (tensors, bound arrays), and run'(items[i])
+                                      runs what run(batches[i]) runs at no more per-call cost
+                                      than the framework's own loop (contexts such as
+                                      torch.inference_mode entered once), returning the
+                                      framework's own outputs (the timed loops drop them;
+                                      run() is what returns numpy arrays)
+    bare(batches) -> (call, items)    optional: the framework's minimal loop body for the
+                                      --fidelity check: call(item) made of framework calls
+                                      only, items[i] prebuilt from batches[i] (run inside
+                                      timed(), after the scenario)
 
 run() returns the outputs as a list of numpy arrays in the model's output order (the null
 backend, which knows only declared names, returns {name: array}). The framework is imported
@@ -34,6 +47,8 @@ Subclassing Backend is optional (the registry checks the methods, not the base c
 brings option checking (OPTIONS), format checking (FORMATS) and the input check.
 """
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 from ...errors import CRError
 
@@ -80,6 +95,11 @@ class Backend:
 
     def prepare(self, batch: dict) -> None:
         pass
+
+    def timed(self, batches: list):
+        """(the callable to time, the items it takes for batches), valid while the context is
+        held (see the module's doc); the default is run() on the batches themselves."""
+        return nullcontext((self.run, batches))
 
 
 def check_format(backend, meta: dict, ref: str = "the model") -> None:

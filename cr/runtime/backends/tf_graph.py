@@ -71,6 +71,8 @@ def load_frozen_graph(tf, path: str, meta: dict):
     names = [s["name"] for s in inputs]
 
     def call(batch):
-        return list(fn(*[tf.constant(batch[n]) for n in names]))
+        # convert_to_tensor: an array becomes a tensor; a tensor made beforehand (the backend's
+        # timed window) passes as it is
+        return list(fn(*[tf.convert_to_tensor(batch[n]) for n in names]))
 
     return call, in_specs, out_specs, [(n, tensor_name(n)) for n in names]

@@ -17,6 +17,7 @@ and re-allocates the tensors (``prepare(batch)`` does it ahead of time, outside 
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 from ...errors import CRError
 from .base import Backend, InputMismatch, check_inputs, first_line
@@ -117,6 +118,50 @@ class TfliteBackend(Backend):
             check_inputs(self._specs, batch)  # a clear message when the inputs are at fault
             raise
         return [interp.get_tensor(i) for i in self._fetch]
+
+    @contextmanager
+    def timed(self, batches):
+        """run() at the bare loop's cost: the interpreter resized once for the batches' shapes
+        (when they all share them; else run() itself, which resizes on a new shape), then
+        set_tensor, invoke and get_tensor only."""
+        if batches:
+            self.prepare(batches[0])
+        same = all(tuple(b[name].shape) == self._shapes[name] for b in batches for name, _, _ in self._feed)
+        if not same:
+            yield self.run, batches
+            return
+        call, args = self.bare(batches)
+        if len(self._feed) == 1:
+            yield call, [a[0] for a in args]
+            return
+
+        def run(xs):
+            return call(*xs)
+
+        yield run, args
+
+    def bare(self, batches):
+        """set_tensor for each input, invoke, get_tensor for each output: a LiteRT user's loop."""
+        interp = self._interp
+        set_tensor, invoke, get_tensor = interp.set_tensor, interp.invoke, interp.get_tensor
+        fetch = self._fetch
+        if len(self._feed) == 1 and len(fetch) == 1:
+            (name, index, _), (out,) = self._feed[0], fetch
+
+            def call(x):
+                set_tensor(index, x)
+                invoke()
+                return get_tensor(out)
+
+            return call, [(b[name],) for b in batches]
+
+        def call_many(*xs):
+            for (_, index, _), x in zip(self._feed, xs):
+                set_tensor(index, x)
+            invoke()
+            return [get_tensor(i) for i in fetch]
+
+        return call_many, [tuple(b[name] for name, _, _ in self._feed) for b in batches]
 
     def close(self):
         self._interp = None
