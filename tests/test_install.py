@@ -463,3 +463,26 @@ def test_install_onnx_and_use_it_from_a_child_process(cr_home):
     assert done.returncode == 0, done.stderr
     version, path = json.loads(done.stdout)
     assert version == "1.23.1" and path.startswith(env.prefix)
+
+
+@pytest.mark.slow
+def test_install_software_also_installs_what_it_needs_so_env_exec_works(tmp_path, cr_home, run_cr):
+    """`cr install software X` on an interpreter without X's dependencies installs those too (pip
+    leaves a lock-provided dependency out of X's prefix), so `cr env exec software:X` runs at once
+    instead of asking for `cr install software DEP` first."""
+    dateutil = {"name": "python-dateutil",
+                "detect": [{"type": "python", "module": "dateutil", "distribution": "python-dateutil", "attribute": "__version__"}],
+                "install": [{"method": "pip", "packages": ["python-dateutil=={version}"], "versions": ["2.9.0.post0"]}],
+                "deps": ["software:six@>=1.5"]}
+    recipe_repo(tmp_path, SIX, dateutil)
+    plain = tmp_path / "plain"
+    subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True)  # pip, nothing else
+    python = str(plain / "bin" / "python")
+    done = run_cr("install", "software", "python-dateutil", "--python", python)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("python-dateutil 2.9.0.post0 (installed, pip): ")
+    assert lines[1].startswith("six 1.17.0 (installed, pip): ") and lines[1].endswith("(needed by python-dateutil)")
+    ran = run_cr("env", "exec", "--python", python, "software:python-dateutil", "--",
+                 python, "-c", "import dateutil, six; print(dateutil.__version__, six.__version__)")
+    assert ran.returncode == 0 and ran.stdout.split() == ["2.9.0.post0", "1.17.0"], ran.stderr

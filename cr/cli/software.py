@@ -72,10 +72,24 @@ def install(target, lock_file, offline, python, trust, as_json):
             click.echo(f"everything {result['lock']['root']} needs is already here", err=True)
         return
     env = with_consent(lambda trusted: _install_software(ref, offline, python, trusted), trust, as_json)
+    # what it needs beside itself (numpy for onnxruntime: left out of its prefix because a lock
+    # provides it), so that `cr env exec software:NAME` works right after
+    deps = with_consent(lambda trusted: _install_deps(env, offline, python, trusted), trust, as_json)
     if as_json:
-        output.emit_json(env.to_dict())
+        output.emit_json({**env.to_dict(), "dependencies_installed": deps})
     else:
         click.echo(f"{env.name} {env.version} ({env.origin}, {env.source}): {env.prefix or env.location}")
+        for dep in deps:
+            click.echo(f"{dep['name']} {dep['version']} ({dep['origin']}, {dep['source']}): {dep['prefix'] or dep['location']}"
+                       f" (needed by {env.name})")
+
+
+def _install_deps(env, offline: bool, python, trust: bool) -> list[dict]:
+    """Install the software that `env`'s lock lists as missing (its dependencies); their env dicts."""
+    from ..resolve.plan import install_missing
+
+    result = install_missing(f"software:{env.name}", python=python, offline=offline, trust=trust)
+    return [d for d in result["installed"] if d["name"] != env.name]
 
 
 def _install_software(ref, offline: bool, python, trust: bool):
