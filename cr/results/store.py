@@ -499,7 +499,7 @@ class ResultStore:
     def rows(self, solution: str | None = None, model: str | None = None, backend: str | None = None,
              platform: str | None = None, action: str | None = None, status: str | None = None,
              since: str | None = None, limit: int | None = None, dataset: str | None = None,
-             page: int = PAGE, **config):
+             page: int | None = None, **config):
         """What list() returns, as an iterator that holds one page of rows at a time, however
         many results match (cr results list prints them as they come).
 
@@ -542,7 +542,8 @@ class ResultStore:
                 if after is not None:
                     clauses.append("(started, uid) < (?, ?)" if phase == "started IS NOT NULL" else "uid < ?")
                     values += list(after) if phase == "started IS NOT NULL" else [after[1]]
-                size = page if left is None else min(page, left)
+                size = page or PAGE
+                size = size if left is None else min(size, left)
                 sql = f"{select} WHERE {' AND '.join(clauses)} ORDER BY started DESC, uid DESC LIMIT {int(size)}"
                 batch = self._fresh(sql, values)
                 for row in batch:
