@@ -22,6 +22,14 @@ Then, in a temporary directory:
   cr results list --limit 20   the default table a user looks at
   reindex from scratch      index.sqlite deleted, rebuilt from the N files (once)
 
+--list-memory N [N ...] measures only this: the peak RSS of a full `cr results list` (the
+table, into a pipe) and `cr results list --json` over stores of N results laid out as the
+store keeps them (cr.dashboard.sample.write_store: side files of 1,024 latencies, indexed
+once before), each in a child process (os.wait4's ru_maxrss), median of --runs, beside
+`cr --help` (what any command holds). --compare-with DIR runs the same commands with
+another tree of cr first on PYTHONPATH (e.g. `git archive main cr | tar -x -C DIR`), in
+the same run, interleaved: before and after on one machine.
+
 Targets: the warm query <= 0.2 s (API and command). Ratios compare with baselines from
 the same run (this kind of machine is shared and noisy).
 
@@ -149,7 +157,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", dest="json_out", help="write the figures here ('-': stdout)")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--list-memory", type=int, nargs="+", metavar="N",
+                        help="only the peak RSS of a full `cr results list` over stores of N results")
+    parser.add_argument("--compare-with", metavar="DIR", help="with --list-memory: also measure the cr tree in DIR")
     args = parser.parse_args()
+    if args.list_memory:
+        list_memory(args.list_memory, args.runs, args.compare_with, args.json_out, args.keep)
+        return
 
     from cr.results.store import INDEX_FILE, ResultStore
 
@@ -258,6 +272,67 @@ def main() -> None:
             print(text)
         else:
             Path(args.json_out).write_text(text + "\n")
+
+
+def _peak_rss(cmd: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(peak RSS in MiB, wall s) of cmd run in a child in cwd, its output discarded (a pipe's fate)."""
+    t = time.perf_counter()
+    child = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - t
+    child.returncode = os.waitstatus_to_exitcode(status)
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
+    return usage.ru_maxrss / 1024, elapsed  # KiB on Linux
+
+
+def list_memory(sizes: list[int], runs: int, compare_with: str | None, json_out: str | None, keep: bool) -> None:
+    from cr.dashboard import sample
+    from cr.results.store import ResultStore
+
+    tmp = Path(tempfile.mkdtemp(prefix="cr-bench-list-"))
+    trees = {"this tree": str(ROOT)}
+    if compare_with:
+        trees = {"compared tree": str(Path(compare_with).absolute()), **trees}
+    figures: dict = {"runs": runs, "sizes": {}}
+    try:
+        for n in sizes:
+            home = tmp / f"home-{n}"
+            t = time.perf_counter()
+            sample.write_store(home / "results", n)
+            with ResultStore(home / "results", durable=False) as store:
+                assert store.count() == n, "the sample records did not all index"
+            print(f"{n:,} results written and indexed in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env.update(CR_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+            commands = {"cr --help": ["--help"], "cr results list": ["results", "list"],
+                        "cr results list --json": ["results", "list", "--json"]}
+            cells = {(tree, name): [] for tree in trees for name in commands}
+            for r in range(runs + 1):  # the first round warms the caches and compiles bytecode
+                for tree, path in trees.items():
+                    for name, args in commands.items():
+                        env["PYTHONPATH"] = path  # run from tmp: `python -m` puts the working directory first
+                        rss, wall = _peak_rss([sys.executable, "-m", "cr", *args], env, tmp)
+                        if r:
+                            cells[(tree, name)].append((rss, wall))
+            figures["sizes"][n] = {f"{tree}: {name}": {"peak_rss_mib": statistics.median(v[0] for v in got),
+                                                       "wall_s": statistics.median(v[1] for v in got)}
+                                   for (tree, name), got in cells.items()}
+    finally:
+        if keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\npeak RSS of a full listing (median of {runs}; output into a pipe)\n")
+    print(f"{'':46}" + "".join(f"{n:>12,} results  " for n in figures["sizes"]))
+    for key in next(iter(figures["sizes"].values())):
+        print(f"{key:46}" + "".join(f"{f[key]['peak_rss_mib']:>8.0f} MiB {f[key]['wall_s']:>6.2f} s"
+                                    for f in figures["sizes"].values()))
+    if json_out:
+        text = json.dumps(figures, indent=2)
+        print(text) if json_out == "-" else Path(json_out).write_text(text + "\n")
 
 
 def _report(f: dict) -> None:

@@ -147,13 +147,16 @@ FIRST_PAGE = 500  # rows whose widths set the columns of a long listing
 
 def _stream_json(rows) -> None:
     """The JSON array output.emit_json prints for the list of rows (the same text, byte for
-    byte), written element by element as the rows come."""
-    first = True
+    byte), written a page (FIRST_PAGE elements) at a time as the rows come."""
+    chunks, count = [], 0
     for row in rows:
         text = json.dumps(row, indent=2, ensure_ascii=False, default=str).translate(output._JSON_UNSAFE)
-        output.echo(("[\n  " if first else ",\n  ") + text.replace("\n", "\n  "), nl=False)
-        first = False
-    output.echo("[]" if first else "\n]")
+        chunks.append(("[\n  " if not count else ",\n  ") + text.replace("\n", "\n  "))
+        count += 1
+        if len(chunks) == FIRST_PAGE:
+            output.echo("".join(chunks), nl=False)
+            chunks = []
+    output.echo("".join(chunks) + ("[]" if not count else "\n]"))
 
 
 def _stream_table(columns: list[str], first: list[list], rest) -> None:
