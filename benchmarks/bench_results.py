@@ -26,7 +26,7 @@ Then, in a temporary directory:
 table, into a pipe) and `cr results list --json` over stores of N results laid out as the
 store keeps them (cr.dashboard.sample.write_store: side files of 1,024 latencies, indexed
 once before), each in a child process (os.wait4's ru_maxrss), median of --runs, beside
-`cr --help` (what any command holds). --compare-with DIR runs the same commands with
+`cr --help` (what any command holds); --work DIR keeps the stores for the next run. --compare-with DIR runs the same commands with
 another tree of cr first on PYTHONPATH (e.g. `git archive main cr | tar -x -C DIR`), in
 the same run, interleaved: before and after on one machine.
 
@@ -160,9 +160,10 @@ def main() -> None:
     parser.add_argument("--list-memory", type=int, nargs="+", metavar="N",
                         help="only the peak RSS of a full `cr results list` over stores of N results")
     parser.add_argument("--compare-with", metavar="DIR", help="with --list-memory: also measure the cr tree in DIR")
+    parser.add_argument("--work", metavar="DIR", help="with --list-memory: keep the stores here and reuse them")
     args = parser.parse_args()
     if args.list_memory:
-        list_memory(args.list_memory, args.runs, args.compare_with, args.json_out, args.keep)
+        list_memory(args.list_memory, args.runs, args.compare_with, args.json_out, args.work)
         return
 
     from cr.results.store import INDEX_FILE, ResultStore
@@ -274,25 +275,34 @@ def main() -> None:
             Path(args.json_out).write_text(text + "\n")
 
 
+# Runs argv in a child and prints its peak RSS (KiB). Through this small process, because
+# Linux carries a process's peak RSS across exec: a child forked straight from this
+# benchmark (hundreds of MiB after indexing 100,000 records) would report at least that.
+_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY); os.dup2(fd, 1); os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss, file=sys.stderr); sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _peak_rss(cmd: list[str], env: dict, cwd: Path) -> tuple[float, float]:
     """(peak RSS in MiB, wall s) of cmd run in a child in cwd, its output discarded (a pipe's fate)."""
     t = time.perf_counter()
-    child = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
+    done = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], env=env, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - t
-    child.returncode = os.waitstatus_to_exitcode(status)
-    err = child.stderr.read().decode()
-    child.stderr.close()
-    if child.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
-    return usage.ru_maxrss / 1024, elapsed  # KiB on Linux
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    return int(done.stderr.strip().splitlines()[-1]) / 1024, elapsed  # KiB on Linux
 
 
-def list_memory(sizes: list[int], runs: int, compare_with: str | None, json_out: str | None, keep: bool) -> None:
+def list_memory(sizes: list[int], runs: int, compare_with: str | None, json_out: str | None, work: str | None) -> None:
     from cr.dashboard import sample
     from cr.results.store import ResultStore
 
-    tmp = Path(tempfile.mkdtemp(prefix="cr-bench-list-"))
+    tmp = Path(work) if work else Path(tempfile.mkdtemp(prefix="cr-bench-list-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     trees = {"this tree": str(ROOT)}
     if compare_with:
         trees = {"compared tree": str(Path(compare_with).absolute()), **trees}
@@ -300,30 +310,32 @@ def list_memory(sizes: list[int], runs: int, compare_with: str | None, json_out:
     try:
         for n in sizes:
             home = tmp / f"home-{n}"
-            t = time.perf_counter()
-            sample.write_store(home / "results", n)
-            with ResultStore(home / "results", durable=False) as store:
-                assert store.count() == n, "the sample records did not all index"
-            print(f"{n:,} results written and indexed in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+            if not (home / ".complete").exists():
+                shutil.rmtree(home, ignore_errors=True)
+                t = time.perf_counter()
+                sample.write_store(home / "results", n)
+                with ResultStore(home / "results", durable=False) as store:
+                    assert store.count() == n, "the sample records did not all index"
+                (home / ".complete").write_text("", encoding="utf-8")
+                print(f"{n:,} results written and indexed in {time.perf_counter() - t:.0f} s", file=sys.stderr)
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             env.update(CR_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
             commands = {"cr --help": ["--help"], "cr results list": ["results", "list"],
                         "cr results list --json": ["results", "list", "--json"]}
             cells = {(tree, name): [] for tree in trees for name in commands}
-            for r in range(runs + 1):  # the first round warms the caches and compiles bytecode
+            for tree, path in trees.items():  # warm the caches, compile bytecode
+                env["PYTHONPATH"] = path  # run from tmp: `python -m` puts the working directory first
+                _peak_rss([sys.executable, "-m", "cr", "results", "list", "--limit", "1"], env, tmp)
+            for _ in range(runs):
                 for tree, path in trees.items():
                     for name, args in commands.items():
-                        env["PYTHONPATH"] = path  # run from tmp: `python -m` puts the working directory first
-                        rss, wall = _peak_rss([sys.executable, "-m", "cr", *args], env, tmp)
-                        if r:
-                            cells[(tree, name)].append((rss, wall))
+                        env["PYTHONPATH"] = path
+                        cells[(tree, name)].append(_peak_rss([sys.executable, "-m", "cr", *args], env, tmp))
             figures["sizes"][n] = {f"{tree}: {name}": {"peak_rss_mib": statistics.median(v[0] for v in got),
                                                        "wall_s": statistics.median(v[1] for v in got)}
                                    for (tree, name), got in cells.items()}
     finally:
-        if keep:
-            print(f"kept {tmp}", file=sys.stderr)
-        else:
+        if not work:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"\npeak RSS of a full listing (median of {runs}; output into a pipe)\n")
     print(f"{'':46}" + "".join(f"{n:>12,} results  " for n in figures["sizes"]))
