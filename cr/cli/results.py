@@ -150,7 +150,7 @@ def _stream_json(rows) -> None:
     byte), written a page (FIRST_PAGE elements) at a time as the rows come."""
     chunks, count = [], 0
     for row in rows:
-        text = json.dumps(row, indent=2, ensure_ascii=False, default=str).translate(output._JSON_UNSAFE)
+        text = output.json_text(row)
         chunks.append(("[\n  " if not count else ",\n  ") + text.replace("\n", "\n  "))
         count += 1
         if len(chunks) == FIRST_PAGE:
