@@ -16,6 +16,13 @@ Baselines in the same run, so that a slow or busy machine shows as such:
 - browser: loading an empty page from file:// in the same browser.
 Wall time depends on what else the machine runs; CPU time (ours and the workers') and
 the load average are printed beside it.
+
+--compare SIZE [--compare-with DIR] [--runs N]: only full builds of the SIZE store, each in
+a fresh process, alternating between this tree and the cr tree in DIR (e.g. `git archive
+main cr dashboard | tar -x -C DIR`): warm (the store's files in the page cache, read just
+before) and cold (the store's record and latency files evicted from the page cache with
+posix_fadvise(DONTNEED), file by file: other processes' caches are left alone; Python
+and cr's own files stay cached, as they would for a user).
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -171,13 +179,96 @@ _TIMED_CLICK = """(selector) => new Promise(done => {
 })"""
 
 
+_BUILD = r"""
+import json, resource, shutil, sys, time
+sys.path.insert(0, sys.argv[1])
+from cr.dashboard import build
+shutil.rmtree(sys.argv[3], ignore_errors=True)
+started = time.perf_counter()
+info = build(sys.argv[2], sys.argv[3])
+wall = time.perf_counter() - started
+own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall_s": wall, "cpu_s": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
+                  "results": info.results, "phases": info.phases, "workers": info.workers}))
+"""
+
+
+def evict(folder: Path) -> int:
+    """Drop the files under folder from the page cache (posix_fadvise DONTNEED); bytes evicted."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                total += os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+    return total
+
+
+def warm(folder: Path) -> None:
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                while f.read(1 << 20):
+                    pass
+
+
+def compare(size: int, work: Path, other: str | None, runs: int) -> dict:
+    """Full builds of the size store in fresh processes, warm and cold, this tree and other alternating."""
+    folder = store_for(work, size)
+    trees = {"this tree": str(ROOT)}
+    if other:
+        trees = {"compared tree": str(Path(other).absolute()), **trees}
+    got: dict = {}
+    for _ in range(runs):
+        for cache in ("warm", "cold"):
+            for tree, path in trees.items():
+                warm(folder) if cache == "warm" else evict(folder)
+                load = os.getloadavg()[0]
+                done = subprocess.run([sys.executable, "-c", _BUILD, path, str(folder), str(work / "site-compare")],
+                                      capture_output=True, text=True, cwd=work)
+                if done.returncode != 0:
+                    raise SystemExit(f"build with {path} failed:\n{done.stderr}")
+                figures = json.loads(done.stdout.strip().splitlines()[-1])
+                figures["load_average"] = load
+                got.setdefault(f"{tree}, {cache}", []).append(figures)
+                print(f"  {tree}, {cache}: {json.dumps(figures)}", file=sys.stderr)
+    shutil.rmtree(work / "site-compare", ignore_errors=True)
+    print(f"\nfull build of {size:,} store-shaped results, fresh process each (median of {runs}; "
+          f"{os.cpu_count()} CPUs, shared: load average printed per build)")
+    print(f"{'':26} {'wall s':>8} {'CPU s':>8} {'load':>6}")
+    summary = {}
+    for key, values in got.items():
+        med = {k: statistics.median(v[k] for v in values) for k in ("wall_s", "cpu_s", "load_average")}
+        summary[key] = med
+        print(f"{key:26} {med['wall_s']:8.2f} {med['cpu_s']:8.2f} {med['load_average']:6.1f}")
+    return {"size": size, "runs": got, "medians": summary}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--work", help="Keep the generated stores and sites here (default: a temp dir, removed).")
     parser.add_argument("--no-browser", action="store_true", help="Skip the Chromium measurement.")
     parser.add_argument("--json", metavar="FILE", help="Also write the results as JSON.")
+    parser.add_argument("--compare", type=int, metavar="SIZE", help="Only warm and cold full builds of SIZE results.")
+    parser.add_argument("--compare-with", metavar="DIR", help="With --compare: also build with the cr tree in DIR.")
+    parser.add_argument("--runs", type=int, default=1, help="With --compare: builds of each kind (median).")
     args = parser.parse_args()
+    if args.compare:
+        work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            report = compare(args.compare, work, args.compare_with, args.runs)
+        finally:
+            if not args.work:
+                shutil.rmtree(work, ignore_errors=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        return
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,14 @@ Then, in a temporary directory:
   cr results list --limit 20   the default table a user looks at
   reindex from scratch      index.sqlite deleted, rebuilt from the N files (once)
 
+--list-memory N [N ...] measures only this: the peak RSS of a full `cr results list` (the
+table, into a pipe) and `cr results list --json` over stores of N results laid out as the
+store keeps them (cr.dashboard.sample.write_store: side files of 1,024 latencies, indexed
+once before), each in a child process (os.wait4's ru_maxrss), median of --runs, beside
+`cr --help` (what any command holds); --work DIR keeps the stores for the next run. --compare-with DIR runs the same commands with
+another tree of cr first on PYTHONPATH (e.g. `git archive main cr | tar -x -C DIR`), in
+the same run, interleaved: before and after on one machine.
+
 Targets: the warm query <= 0.2 s (API and command). Ratios compare with baselines from
 the same run (this kind of machine is shared and noisy).
 
@@ -149,7 +157,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", dest="json_out", help="write the figures here ('-': stdout)")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--list-memory", type=int, nargs="+", metavar="N",
+                        help="only the peak RSS of a full `cr results list` over stores of N results")
+    parser.add_argument("--compare-with", metavar="DIR", help="with --list-memory: also measure the cr tree in DIR")
+    parser.add_argument("--work", metavar="DIR", help="with --list-memory: keep the stores here and reuse them")
     args = parser.parse_args()
+    if args.list_memory:
+        list_memory(args.list_memory, args.runs, args.compare_with, args.json_out, args.work)
+        return
 
     from cr.results.store import INDEX_FILE, ResultStore
 
@@ -258,6 +273,78 @@ def main() -> None:
             print(text)
         else:
             Path(args.json_out).write_text(text + "\n")
+
+
+# Runs argv in a child and prints its peak RSS (KiB). Through this small process, because
+# Linux carries a process's peak RSS across exec: a child forked straight from this
+# benchmark (hundreds of MiB after indexing 100,000 records) would report at least that.
+_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY); os.dup2(fd, 1); os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss, file=sys.stderr); sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def _peak_rss(cmd: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(peak RSS in MiB, wall s) of cmd run in a child in cwd, its output discarded (a pipe's fate)."""
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], env=env, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    return int(done.stderr.strip().splitlines()[-1]) / 1024, elapsed  # KiB on Linux
+
+
+def list_memory(sizes: list[int], runs: int, compare_with: str | None, json_out: str | None, work: str | None) -> None:
+    from cr.dashboard import sample
+    from cr.results.store import ResultStore
+
+    tmp = Path(work) if work else Path(tempfile.mkdtemp(prefix="cr-bench-list-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    trees = {"this tree": str(ROOT)}
+    if compare_with:
+        trees = {"compared tree": str(Path(compare_with).absolute()), **trees}
+    figures: dict = {"runs": runs, "sizes": {}}
+    try:
+        for n in sizes:
+            home = tmp / f"home-{n}"
+            if not (home / ".complete").exists():
+                shutil.rmtree(home, ignore_errors=True)
+                t = time.perf_counter()
+                sample.write_store(home / "results", n)
+                with ResultStore(home / "results", durable=False) as store:
+                    assert store.count() == n, "the sample records did not all index"
+                (home / ".complete").write_text("", encoding="utf-8")
+                print(f"{n:,} results written and indexed in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env.update(CR_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+            commands = {"cr --help": ["--help"], "cr results list": ["results", "list"],
+                        "cr results list --json": ["results", "list", "--json"]}
+            cells = {(tree, name): [] for tree in trees for name in commands}
+            for tree, path in trees.items():  # warm the caches, compile bytecode
+                env["PYTHONPATH"] = path  # run from tmp: `python -m` puts the working directory first
+                _peak_rss([sys.executable, "-m", "cr", "results", "list", "--limit", "1"], env, tmp)
+            for _ in range(runs):
+                for tree, path in trees.items():
+                    for name, args in commands.items():
+                        env["PYTHONPATH"] = path
+                        cells[(tree, name)].append(_peak_rss([sys.executable, "-m", "cr", *args], env, tmp))
+            figures["sizes"][n] = {f"{tree}: {name}": {"peak_rss_mib": statistics.median(v[0] for v in got),
+                                                       "wall_s": statistics.median(v[1] for v in got)}
+                                   for (tree, name), got in cells.items()}
+    finally:
+        if not work:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\npeak RSS of a full listing (median of {runs}; output into a pipe)\n")
+    print(f"{'':46}" + "".join(f"{n:>12,} results  " for n in figures["sizes"]))
+    for key in next(iter(figures["sizes"].values())):
+        print(f"{key:46}" + "".join(f"{f[key]['peak_rss_mib']:>8.0f} MiB {f[key]['wall_s']:>6.2f} s"
+                                    for f in figures["sizes"].values()))
+    if json_out:
+        text = json.dumps(figures, indent=2)
+        print(text) if json_out == "-" else Path(json_out).write_text(text + "\n")
 
 
 def _report(f: dict) -> None:

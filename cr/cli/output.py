@@ -35,8 +35,13 @@ def clean(text) -> str:
 _JSON_UNSAFE = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7f}
 
 
+def json_text(data) -> str:
+    """data as the CLI prints JSON: indented, non-ASCII kept, invisible or control characters escaped."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_JSON_UNSAFE)
+
+
 def emit_json(data) -> None:
-    echo(json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_JSON_UNSAFE))
+    echo(json_text(data))
 
 
 def _console(stderr: bool = False):

@@ -5,6 +5,7 @@ record is invalid, rich only when a table is drawn on a terminal.
 """
 from __future__ import annotations
 
+import itertools
 import json
 
 import click
@@ -123,17 +124,58 @@ def list_(as_json, **filters):
     """List stored results, newest first, with the configuration each ran (threads as the
     backend ran them, batch, pipeline sha256, split) and the campaign job or study trial
     that made it."""
-    rows = _store().list(**filters)
+    rows = _store().rows(**filters)  # one page of the index at a time: memory does not grow with the store
     if as_json:
-        output.emit_json(rows)
+        _stream_json(rows)
         return
-    table = [[
+    columns = ["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
+               "THROUGHPUT", "ACCURACY", "STATUS"]
+    cells = ([
         r["uid"], _when(r["started"]), r["action"], _target(r), _stack(r), _setting(r), _origin(r),
         r["platform_description"], duration_text(r["p50_ns"]), duration_text(r["p99_ns"]),
         throughput_text(r["throughput_sps"], r["throughput_qps"]), _accuracy(r), _status(r),
-    ] for r in rows]
-    output.table(["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
-                  "THROUGHPUT", "ACCURACY", "STATUS"], table, empty="no stored results match")
+    ] for r in rows)
+    first = list(itertools.islice(cells, FIRST_PAGE))
+    if len(first) < FIRST_PAGE:  # all of it: the table as any listing draws it
+        output.table(columns, first, empty="no stored results match")
+        return
+    _stream_table(columns, first, cells)
+
+
+FIRST_PAGE = 500  # rows whose widths set the columns of a long listing
+
+
+def _stream_json(rows) -> None:
+    """The JSON array output.emit_json prints for the list of rows (the same text, byte for
+    byte), written a page (FIRST_PAGE elements) at a time as the rows come."""
+    chunks, count = [], 0
+    for row in rows:
+        text = output.json_text(row)
+        chunks.append(("[\n  " if not count else ",\n  ") + text.replace("\n", "\n  "))
+        count += 1
+        if len(chunks) == FIRST_PAGE:
+            output.echo("".join(chunks), nl=False)
+            chunks = []
+    output.echo("".join(chunks) + ("[]" if not count else "\n]"))
+
+
+def _stream_table(columns: list[str], first: list[list], rest) -> None:
+    """A listing longer than FIRST_PAGE rows: plain aligned text (also on a terminal, where
+    rich would hold every row to draw one table), the column widths taken from the first
+    FIRST_PAGE rows; a longer cell further down is printed whole and shifts its line."""
+    cleaned = [["" if v is None else output.clean(v) for v in row] for row in first]
+    widths = [max([len(col)] + [len(r[i]) for r in cleaned]) for i, col in enumerate(columns)]
+    last = len(columns) - 1
+
+    def line(values) -> str:
+        return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+
+    output.echo("\n".join([line(columns)] + [line(r) for r in cleaned]))
+    while True:
+        page = list(itertools.islice(rest, FIRST_PAGE))
+        if not page:
+            return
+        output.echo("\n".join(line(["" if v is None else output.clean(v) for v in row]) for row in page))
 
 
 def _accuracy(row: dict) -> str:

@@ -19,18 +19,20 @@ Field here (appended: the positions of older summaries stay) plus its use in the
 """
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import math
 import os
 import re
 import stat
+import sys
 from array import array
 from typing import Callable, NamedTuple
 
 from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
-from ..results.latencies import LatencyError, decode, digest
+from ..results.latencies import decode, digest
 from ..results.pareto import OBJECTIVES, measure
 from ..results.significance import SAMPLES_MAX, thin
 from ..results.summary import config_label, dataset_label, effective_threads, platform_description, value_text
@@ -40,6 +42,7 @@ from ..results.traces import SUFFIX as TRACE_SUFFIX, is_profiled
 # says 16 lowercase hex digits; anything outside this safe alphabet is refused.
 UID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _KEY_RE = re.compile(r"[A-Za-z0-9_:-]*\Z")  # detail-file keys that json.dumps would leave as they are
+_NAME_RE = re.compile(r"[A-Za-z0-9_./-]*\Z")  # record file names that json.dumps would leave as they are
 
 # Raw latencies kept per detail file: at most SAMPLES_MAX, every ceil(n / SAMPLES_MAX)-th in time
 # order (SAMPLES_MAX and thin come from cr.results.significance): exactly the samples `cr results
@@ -542,6 +545,12 @@ def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
 
     Its bytes are cr.results.latencies'; the problems are worded for the detail view, and
     checked in this order: readable, sha256, whole int64 values, count."""
+    blob, problem = _side_file_bytes(record_path, raw)
+    return (None, problem) if blob is None else (decode(blob), "")
+
+
+def _side_file_bytes(record_path: str, raw: dict) -> tuple[bytes | None, str]:
+    """The checked bytes (little-endian int64) of the side file named in raw, or (None, the problem)."""
     name = raw.get("latencies_ns_file")
     if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
         return None, "raw.latencies_ns_file is not a plain file name beside the record"
@@ -552,13 +561,11 @@ def _read_side_file(record_path: str, raw: dict) -> tuple[array | None, str]:
         return None, f"raw samples file {name} cannot be read ({exc.strerror or exc})"
     if raw.get("sha256") and digest(blob) != raw["sha256"]:
         return None, f"raw samples file {name} does not match its sha256"
-    try:
-        values = decode(blob)
-    except LatencyError:
+    if len(blob) % 8:
         return None, f"raw samples file {name} is not a whole number of int64 values"
-    if isinstance(raw.get("count"), int) and raw["count"] != len(values):
-        return None, f"raw samples file {name} holds {len(values)} values, the record says {raw['count']}"
-    return values, ""
+    if isinstance(raw.get("count"), int) and raw["count"] != len(blob) // 8:
+        return None, f"raw samples file {name} holds {len(blob) // 8} values, the record says {raw['count']}"
+    return blob, ""
 
 
 def shrink_raw(raw, record_path: str) -> dict | None:
@@ -608,18 +615,67 @@ def detail_js(record: dict, text: bytes, samples: bytes | None, record_path: str
         else:
             raw_js = js_literal(shrink_raw({"latencies_ns": json.loads(samples)}, record_path)).encode("ascii")
     elif isinstance(raw, dict):
-        raw_js = js_literal(shrink_raw(raw, record_path)).encode("ascii")
-        text = _reencode({k: v for k, v in record.items() if k != "raw"})
+        raw_js = _side_file_js(raw, record_path) or js_literal(shrink_raw(raw, record_path)).encode("ascii")
+        text = _without_raw(text, raw) or _reencode({k: v for k, v in record.items() if k != "raw"})
     else:
         raw_js = b"null"
     if text.lstrip()[:1] != b"{":  # a UTF-16/32 file (json.loads reads those): not UTF-8 text to embed
         text = _reencode(record)
     # key is "<bundle>:<uid>": hex digits, ':' and UID_RE's alphabet need no escaping (json.dumps costs more)
     key_js = f'"{key}"' if _KEY_RE.match(key) else js_literal(key)
+    source_js = f'"{source_name}"' if _NAME_RE.match(source_name) else js_literal(source_name)
     return b"".join((b"(window.CR_RESULTS=window.CR_RESULTS||{})[", key_js.encode("ascii"),
-                     b']={"source":', js_literal(source_name).encode("ascii"), b',"raw":', raw_js,
-                     b',"trace":', js_literal(trace).encode("ascii"),
+                     b']={"source":', source_js.encode("ascii"), b',"raw":', raw_js,
+                     b',"trace":', b"null" if trace is None else js_literal(trace).encode("ascii"),
                      b',"record":', _escape(text), b"};\n"))
+
+
+def _side_file_js(raw: dict, record_path: str) -> bytes | None:
+    """shrink_raw's answer for latencies in a side file, with the samples as the base64 of
+    their little-endian int64 bytes ("samples_b64", which the site's data.js turns back into
+    "samples_ns" when it loads the record): the file's own bytes are copied, where writing
+    1,024 numbers as decimal text cost more than everything else a record's build does.
+    None when the record has no side file or it has a problem (shrink_raw words it)."""
+    if raw.get("latencies_ns") is not None or raw.get("latencies_ns_file") is None:
+        return None
+    blob, _ = _side_file_bytes(record_path, raw)
+    if blob is None:
+        return None
+    count, step = len(blob) // 8, 1
+    if count > SAMPLES_MAX:  # every step-th, as thin() keeps them
+        step = -(-count // SAMPLES_MAX)
+        values = decode(blob)[::step]
+        if sys.byteorder != "little":
+            values.byteswap()
+        blob = values.tobytes()
+    return b'{"count":%d,"source":"file","problem":"","step":%d,"samples_b64":"%s"}' % (
+        count, step, binascii.b2a_base64(blob, newline=False))
+
+
+def _without_raw(text: bytes, raw: dict) -> bytes | None:
+    """text without its top-level "raw" member (whose value is raw), for a record laid out as
+    cr writes it (indent 2, "raw" not first); None for any other layout (the caller re-encodes).
+
+    As in parse(): '"raw":' must occur once, starting the member at the top level's
+    indentation; the cut runs from the comma before it to the first line "  }" after it,
+    and is taken only when what it holds parses to raw (a shorter or longer cut would not
+    be that one JSON object)."""
+    at = text.find(b'"raw":')
+    start = at - (len(_RAW_AT) - len(_RAW_NAME))
+    if at < 0 or start < 1 or not text.startswith(_RAW_AT, start) or text[start - 1:start] != b"," \
+            or text.find(b'"raw":', at + 1) >= 0:
+        return None
+    value_at = start + len(_RAW_AT) - 1
+    end = text.find(_OBJECT_END, value_at)
+    if end < 0:
+        return None
+    end += len(_OBJECT_END)
+    try:
+        if _loads(text[value_at:end]) != raw:
+            return None
+    except ValueError:
+        return None
+    return text[:start - 1] + text[end:]
 
 
 def _reencode(record: dict) -> bytes:

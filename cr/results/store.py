@@ -67,6 +67,7 @@ __all__ = ["ResultStore", "default_store", "InvalidResult", "ReindexStats", "rec
            "INDEX_FILE", "ORPHAN_GRACE_S", "RESULTS_DIR"]
 
 RESULTS_DIR = "results"
+PAGE = 500  # rows() reads the index this many rows at a time
 # A directory changed this recently before it was listed may change again within the file
 # system's timestamp granularity without its stamp changing: it is listed again next time.
 RACY_NS = 2_000_000_000
@@ -490,28 +491,82 @@ class ResultStore:
         since: an ISO date or date-time (local time unless it names its zone); config: the
         configuration and origin columns, equal to the value given (CONFIG_FILTERS: variant,
         precision, split, threads, batch_size, campaign, campaign_job, study; pipeline: a
-        sha256 or its first digits).
+        sha256 or its first digits). rows() gives the same, page by page.
+        """
+        return list(self.rows(solution=solution, model=model, backend=backend, platform=platform, action=action,
+                              status=status, since=since, limit=limit, dataset=dataset, **config))
+
+    def rows(self, solution: str | None = None, model: str | None = None, backend: str | None = None,
+             platform: str | None = None, action: str | None = None, status: str | None = None,
+             since: str | None = None, limit: int | None = None, dataset: str | None = None,
+             page: int | None = None, **config):
+        """What list() returns, as an iterator that holds one page of rows at a time, however
+        many results match (cr results list prints them as they come).
+
+        Pages are read from the index by keyset, (started, uid) below the last row given,
+        so each is one index seek, never a scan of the rows before it. The files of each
+        page are stat'ed before it is given (as list() does): one edited or removed behind
+        the store's back is re-read and the page asked again. A result changed while the
+        iteration runs shows as it was when its page was read.
         """
         unknown = sorted(set(config) - set(CONFIG_FILTERS))
         if unknown:
-            raise TypeError(f"list() got unexpected filters {unknown}")
-        db = self._refresh()
+            raise TypeError(f"rows() got unexpected filters {unknown}")
+        try:
+            db = self._refresh()
+        except sqlite3.DatabaseError as exc:
+            if not sqlcache.damaged(exc):
+                raise
+            _refill(self, exc)  # damaged: rebuilt from the files (as @_recovering does for list())
+            db = self._refresh()
         if db is None:
-            return []
+            return
         where, args = index.where(solution=solution, model=model, dataset=dataset, backend=backend, platform=platform,
-                             action=action, status=status, since=since, **config)
+                                  action=action, status=status, since=since, **config)
         if limit is not None and limit < 1:
             raise CRError(f"limit must be at least 1, found {limit}")
-        sql = f"SELECT {index.SUMMARY_SELECT}, mtime_ns, size FROM results {where} ORDER BY started DESC, uid DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        for _ in range(3):
-            rows = db.execute(sql, args).fetchall()
-            if not self._verify_rows([row[-3:] for row in rows]):
-                break
         root = str(self.root) + os.sep
         names = COLUMNS[:-1]
-        return [dict(zip(names, row[:-3]), file=root + row[-3]) for row in rows]
+        started, uid = names.index("started"), names.index("uid")
+        select = f"SELECT {index.SUMMARY_SELECT}, mtime_ns, size FROM results"
+        left, after = limit, None
+        # (started, uid) descending, the order of the index every filter ends with: SQLite
+        # puts NULL last when descending, so the rows without a start time (none in a
+        # valid record) come in a second pass, by uid alone.
+        for phase in ("started IS NOT NULL", "started IS NULL"):
+            after = None
+            while left is None or left > 0:
+                clauses = [where[len("WHERE "):]] if where else []
+                clauses.append(phase)
+                values = list(args)
+                if after is not None:
+                    clauses.append("(started, uid) < (?, ?)" if phase == "started IS NOT NULL" else "uid < ?")
+                    values += list(after) if phase == "started IS NOT NULL" else [after[1]]
+                size = page or PAGE
+                size = size if left is None else min(size, left)
+                sql = f"{select} WHERE {' AND '.join(clauses)} ORDER BY started DESC, uid DESC LIMIT {int(size)}"
+                batch = self._fresh(sql, values)
+                for row in batch:
+                    yield dict(zip(names, row[:-3]), file=root + row[-3])
+                if left is not None:
+                    left -= len(batch)
+                if len(batch) < size:
+                    break
+                after = (batch[-1][started], batch[-1][uid])
+
+    def _fresh(self, sql: str, values: list) -> list:
+        """The rows of one query, asked again (at most twice) when a file they name changed."""
+        for _ in range(3):
+            try:
+                batch = self._db.execute(sql, values).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if not sqlcache.damaged(exc):
+                    raise
+                _refill(self, exc)  # damaged: rebuilt from the files, then asked again
+                batch = self._db.execute(sql, values).fetchall()
+            if not self._verify_rows([row[-3:] for row in batch]):
+                break
+        return batch
 
     def count(self) -> int:
         """How many valid results the index holds (after a cheap reindex)."""

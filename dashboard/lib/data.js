@@ -76,6 +76,21 @@
     });
   }
 
+  // Latencies from a side file travel as base64 of little-endian int64 ("samples_b64": the
+  // builder copies the file's bytes rather than writing numbers as text); the views read
+  // "samples_ns", the numbers. Every latency is far below 2**53, so Number() is exact.
+  function withSamples(raw) {
+    if (!raw || typeof raw !== "object" || typeof raw.samples_b64 !== "string") return raw;
+    var bin = atob(raw.samples_b64), bytes = new Uint8Array(bin.length), values = [];
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var view = new DataView(bytes.buffer);
+    for (var j = 0; j + 8 <= bytes.length; j += 8) values.push(Number(view.getBigInt64(j, true)));
+    var out = {};
+    Object.keys(raw).forEach(function (k) { if (k !== "samples_b64") out[k] = raw[k]; });
+    out.samples_ns = values;
+    return out;
+  }
+
   function loadResult(uid) {
     if (!UID_RE.test(uid)) return Promise.reject(new Error("not a result id"));
     return locate(uid).then(function (loc) {
@@ -85,7 +100,7 @@
         var entry = (window.CR_RESULTS || {})[loc + ":" + uid];
         if (!entry || !entry.record || typeof entry.record !== "object") throw new Error("data/results/" + loc + ".js holds no result " + uid);
         var rec = entry.record;
-        rec.raw = entry.raw;
+        rec.raw = withSamples(entry.raw);
         rec.dashboard_source = entry.source;
         rec.dashboard_trace = typeof entry.trace === "string" && TRACE_HREF.test(entry.trace) ? entry.trace : null;
         return rec;
