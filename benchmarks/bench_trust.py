@@ -93,6 +93,8 @@ def compile_variants(home: str) -> dict:
 def measure(args, home: str) -> list[dict]:
     rows = []
     for model, backend, variant in MATRIX:
+        if args.models and model not in args.models:
+            continue
         extra = ["--variant", variant] if variant else []
         rounds, problem = [], ""
         for _ in range(args.rounds):
@@ -343,7 +345,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="Print every round as JSON at the end.")
     ap.add_argument("--floor", action="store_true", help="cr's per-query path vs a bare framework loop, before/after.")
     ap.add_argument("--before", default="main", help="The git ref whose cr is 'before' (--floor).")
-    ap.add_argument("--models", nargs="*", help="Only these models (--floor).")
+    ap.add_argument("--models", nargs="*", help="Only these models.")
     ap.add_argument("--import-order", action="store_true", help="efficientnet-lite0 torch p50 by library import order.")
     ap.add_argument("--home", help="A CR_HOME holding efficientnet-lite0's compiled variants (reused, not removed).")
     args = ap.parse_args()
@@ -354,7 +356,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="cr-bench-trust-") as tmp:
         home = args.home or tmp
-        if not args.home:
+        if not args.home and (not args.models or "efficientnet-lite0" in args.models):
             compile_variants(home)
         rows = floor(args, home) if args.floor else measure(args, home)
     if args.json:

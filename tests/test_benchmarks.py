@@ -42,7 +42,7 @@ TINY = {
                          "--json", "{tmp}/out.json"],
     "bench_store.py": ["--components", "300", "--runs", "1", "--new", "20", "--json", "{tmp}/out.json"],
     "bench_study.py": ["--tiny", "--rounds", "1", "--model", "lenet-digits", "--json", "{tmp}/out.json"],
-    "bench_trust.py": ["--rounds", "1", "--seconds", "0.2"],
+    "bench_trust.py": ["--models", "lenet-digits", "--rounds", "1", "--seconds", "0.2", "--json"],
     "bench_tune.py": ["--seeds", "0", "--threads", "1", "--batch", "1,8", "--budget", "2", "--min-duration", "0.05",
                       "--json", "{tmp}/out.json"],
     "dashboard_screens.py": ["--results", "{records}", "--out", "{tmp}/img"],
