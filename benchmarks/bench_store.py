@@ -67,7 +67,7 @@ TAG_POOL = (
 HOT_TAG = "bench-hot"        # on HOT_FRACTION of components: what the timed `cr find` asks for
 HOT_FRACTION = 0.02
 REPOS = ("bench-a", "bench-b", "bench-c")
-RACY_S = 2.0                 # cr.store.index.RACY_NS: metas this fresh are re-read (re-hashed) next refresh
+RACY_S = 2.0                 # cr.store.snapshot.RACY_NS: metas this fresh are re-read (re-hashed) next refresh
 SETTLE_S = RACY_S + 0.15
 
 TARGETS = {                  # seconds, from the issue

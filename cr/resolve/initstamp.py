@@ -43,7 +43,7 @@ import sys
 import time
 
 FORMAT = 1
-RACY_NS = 2_000_000_000  # as the index's (cr.store.index.RACY_NS): file systems and clocks may be coarse
+RACY_NS = 2_000_000_000  # as the index's (cr.store.snapshot.RACY_NS): file systems and clocks may be coarse
 
 
 def _stamp(path: str):

@@ -34,17 +34,12 @@ from .meta import decode_json_bytes, load_json, parse_json_text, read_bytes, sch
 from .parallel import map_shared
 from .repository import Repo
 from . import snapshot
-from .snapshot import Recorder, repos_key
+from .snapshot import RACY_NS, Recorder, repos_key
 
 INDEX_FILE = "index.sqlite"
 # 3: metas are read by cr.jsonio (NaN, lone surrogates and nesting deeper than its
 # MAX_DEPTH refused): an index built before holds such metas as valid, so it is rebuilt
 INDEX_FORMAT = "4"  # 4: metas' inode and ctime kept; snapshots (cr.store.snapshot)
-# A file modified this recently before it was indexed ('racy') may change again within
-# the file system's timestamp granularity without its (mtime, size) changing: the next
-# refresh reads it again and compares the sha256 of its bytes (parsing it only if they
-# changed), until one finds it older than this.
-RACY_NS = 2_000_000_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (

@@ -44,6 +44,11 @@ from .parallel import failed, run_shares, single_threaded, usable_cpus
 
 # Bumped whenever what a snapshot holds changes: an older one is then simply not used.
 FORMAT = 3  # 3: the racy metas listed
+# A file modified this recently before it was indexed ('racy') may change again within
+# the file system's timestamp granularity without its (mtime, size) changing: the next
+# refresh reads it again and compares the sha256 of its bytes (parsing it only if they
+# changed), until one finds it older than this. (Here, below the index that uses it most.)
+RACY_NS = 2_000_000_000
 
 
 def dir_stamp(st: os.stat_result | None) -> tuple[int, int, int] | None:
@@ -122,8 +127,6 @@ class Snapshot:
             self.groups[group][4][i] = stamp
         # only these stamps changed: the racy ones are among them and the racy of before
         # (looking through all of them costs ~0.1 s at 100,000 metas)
-        from .index import RACY_NS
-
         self.racy = sorted(
             (g, i) for g, i in {*map(tuple, self.racy), *restamped}
             if self.groups[g][4][i] is not None and now - max(self.groups[g][4][i][0], self.groups[g][4][i][3]) <= RACY_NS
@@ -135,8 +138,6 @@ def racy_metas(groups, now: int) -> list[tuple[int, int]]:
     """(group, index) of every meta stamped less than RACY_NS before now (or after it): a
     second edit within the file system's timestamp tick could keep its stamp, so check()
     always hands these back to be compared by content (as the index does with racy rows)."""
-    from .index import RACY_NS
-
     return [(g, i) for g, group in enumerate(groups) for i, stamp in enumerate(group[4])
             if stamp is not None and now - max(stamp[0], stamp[3]) <= RACY_NS]
 
