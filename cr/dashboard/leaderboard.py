@@ -216,34 +216,58 @@ class _Strings(dict):
 _STATUS, _ERROR, _TAGS = F["status"], F["error"], F["tags"]
 
 
-def _row(position: int, key: tuple, task: str, bench, validate, runs: int, latest: str, labels: dict,
-         S: _Strings, other=None) -> list:
-    """One leaderboard row (ROW_COLUMNS order) from the summaries of its runs, as _PLAN says."""
-    sources = (bench or _EMPTY, validate or _EMPTY, other or _EMPTY, bench or validate or other or _EMPTY)
-    row = [position]
-    for column, how, at, where, interned in _PLAN:
+def _tags(b: list, v: list, S: _Strings) -> list:
+    return [S[t] for t in sorted(set(b + v))] if b or v else []
+
+
+def _error(bench, validate, other) -> str:
+    """Why the row's run failed ("" when nothing did)."""
+    if bench and bench[_STATUS] != "ok":
+        return bench[_ERROR] or "the benchmark failed"
+    if validate and validate[_STATUS] != "ok":
+        return validate[_ERROR] or "the validation failed"
+    if other and other[_STATUS] != "ok":
+        return other[_ERROR] or f"the {other[_ACTION]} failed"
+    return ""
+
+
+def _row_source() -> str:
+    """The source of _row: one list display with an expression per column, as _PLAN says.
+
+    Written out from _PLAN once at import, because 50,000 rows of ~60 columns walked
+    through the plan one column at a time took most of the builder's index phase; the
+    list display evaluates its items in column order, so strings are interned in the same
+    order (and get the same positions) as a column-by-column loop would give them."""
+    names = ("b", "v", "o", "s")  # the row's benchmark, validate, other run, and the first of those it has
+    items = []
+    for _column, how, at, where, interned in _PLAN:
         if how == 0:
-            value = sources[where][at]
+            value = f"{names[where]}[{at}]"
         elif how == 1:
-            value = sources[where[0]][at] or sources[where[1]][at]
+            value = f"({names[where[0]]}[{at}] or {names[where[1]]}[{at}])"
         elif how == 2:
-            value = key[where]
+            value = f"key[{where}]"
         elif where == "task":
-            value = S[task]
+            value = "S[task]"
         elif where == "label":
-            value = S[labels[key[4]]]
+            value = "S[labels[key[4]]]"
         elif where == "tags":
-            b, v = sources[0][at], sources[1][at]
-            value = [S[t] for t in sorted(set(b + v))] if b or v else []
+            value = f"_tags(b[{at}], v[{at}], S)"
         else:  # "error": why the row's run failed
-            value = ""
-            if bench and bench[_STATUS] != "ok":
-                value = bench[_ERROR] or "the benchmark failed"
-            elif validate and validate[_STATUS] != "ok":
-                value = validate[_ERROR] or "the validation failed"
-            elif other and other[_STATUS] != "ok":
-                value = other[_ERROR] or f"the {other[_ACTION]} failed"
-        row.append(S[value] if interned else value)
-    row.append(runs)
-    row.append(latest)
-    return row
+            value = "_error(bench, validate, other)"
+        items.append(f"S[{value}]" if interned else value)
+    return ("def _row(position, key, task, bench, validate, runs, latest, labels, S, other=None):\n"
+            "    b, v, o = bench or _EMPTY, validate or _EMPTY, other or _EMPTY\n"
+            "    s = bench or validate or other or _EMPTY\n"
+            f"    return [position, {', '.join(items)}, runs, latest]\n")
+
+
+def _compile_row():
+    """_row: one leaderboard row (ROW_COLUMNS order) from the summaries of its runs, as _PLAN says;
+    arguments (position, key, task, bench, validate, runs, latest, labels, S, other=None)."""
+    namespace = {"_EMPTY": _EMPTY, "_tags": _tags, "_error": _error}
+    exec(compile(_row_source(), f"<{__name__}._row>", "exec"), namespace)
+    return namespace["_row"]
+
+
+_row = _compile_row()
