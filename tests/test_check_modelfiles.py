@@ -123,6 +123,10 @@ def test_structure_checks_on_real_containers(tmp_path):
     legacy.write_bytes(b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19." + _garbage(1, 64))
     assert modelfiles.problem("torch-state-dict", legacy) is None
     assert modelfiles.problem("torchscript", legacy).startswith("not a TorchScript archive")
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    assert modelfiles.problem("onnx", empty).endswith("(the file is empty)")
+    assert modelfiles.problem("tflite", empty).startswith("not a TFLite model: no TFL3 file identifier")
     plan = tmp_path / "engine.plan"
     plan.write_bytes(_garbage(2))
     assert modelfiles.checked_format("trt-plan", plan) is None and modelfiles.problem("trt-plan", plan) is None
