@@ -134,3 +134,28 @@ def test_structure_checks_on_real_containers(tmp_path):
     odd = tmp_path / "x.onnx"
     odd.write_bytes(_garbage(4))
     assert modelfiles.problem("my-onnx-flavour", odd).startswith("not an ONNX model")
+
+
+def test_deep_runs_the_onnx_checker_on_what_the_structure_passes(run_cr, tmp_path):
+    """A well-formed ModelProto whose node is no ONNX operator: the structure passes, and
+    --deep's onnx.checker names what is wrong."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("NoSuchOp", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    repo = make_repo(tmp_path / "team", "team")
+    _model(repo, "odd", "onnx", "odd.onnx", model.SerializeToString())
+    _model(repo, "lenet", "onnx", "lenet.onnx", (LENET / "lenet-digits.onnx").read_bytes())
+    done, report = _check(run_cr, repo)
+    assert done.returncode == 0 and all(m["ok"] for m in report["models"]), done.stdout + done.stderr
+    done, report = _check(run_cr, repo, "--deep")
+    assert done.returncode == 1
+    by_ref = {m["ref"]: m for m in report["models"]}
+    assert by_ref["model:lenet@1.0.0"]["ok"] is True
+    assert by_ref["model:odd@1.0.0"]["problem"].startswith("not a valid ONNX model: onnx.checker: ")
+    assert "NoSuchOp" in by_ref["model:odd@1.0.0"]["problem"]
+    (line,) = [l for l in done.stdout.splitlines() if "odd.onnx" in l]
+    assert "model:odd@1.0.0: odd.onnx: not a valid ONNX model: onnx.checker:" in line

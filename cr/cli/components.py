@@ -101,8 +101,9 @@ def new(kind, name, version, tags, repo, description, as_json):
 
 @click.command()
 @click.argument("target", nargs=-1)
+@click.option("--deep", is_flag=True, help="Also run onnx.checker on each ONNX file (imports onnx: about a second).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def check(target, as_json):
+def check(target, deep, as_json):
     """Validate metas, checksums and model files: all repos, a PATH (meta, component, repo) or a REF.
 
     Each model file is opened and its structure read (ONNX, TFLite, TorchScript/torch zip,
@@ -119,7 +120,7 @@ def check(target, as_json):
         what = None
     else:
         raise click.UsageError("give at most one PATH or REF (or KIND NAME)")
-    report = api_check(what)
+    report = api_check(what, deep=deep)
     if as_json:
         output.emit_json(report.to_dict())
     else:
