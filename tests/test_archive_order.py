@@ -8,7 +8,9 @@ Through the real CLI: a real `cr pack` of the shipped lenet-digits-onnxruntime, 
 from __future__ import annotations
 
 import json
+import shutil
 
+from conftest import ROOT
 
 def test_reproduced_archive_sorts_below_builtin_and_find_lists_lenet_once(run_cr, tmp_path):
     done = run_cr("pack", "solution", "lenet-digits-onnxruntime", "-o", tmp_path, "--json")
@@ -44,3 +46,28 @@ def test_a_changed_copy_is_still_listed(run_cr, tmp_path):
     meta_path.write_text(json.dumps(meta, indent=2))
     found = json.loads(run_cr("find", "model", "--name", "lenet-digits", "--json").stdout)
     assert [c["repo"] for c in found] == ["builtin", "lenet-digits-onnxruntime-1.0.0"]
+
+
+def test_an_archive_of_a_shipped_solution_with_a_changed_model_is_refused(run_cr, tmp_path):
+    """The archive's solution is the shipped one (identical), so it would run the shipped
+    model, not the archive's changed copy that its reference results came from: one Error,
+    naming the model, instead of a silently different reproduction."""
+    local = tmp_path / "crhome" / "local" / "model" / "lenet-digits" / "1.0.0"
+    assert run_cr("new", "model", "scratch").returncode == 0  # creates the local repo
+    shutil.copytree(ROOT / "repo" / "model" / "lenet-digits" / "1.0.0", local)
+    meta = json.loads((local / "meta.json").read_text())
+    meta["description"] = "a changed copy"
+    (local / "meta.json").write_text(json.dumps(meta, indent=2))
+    done = run_cr("pack", "solution", "lenet-digits-onnxruntime", "-o", tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    archive = json.loads(done.stdout)["archive"]
+    done = run_cr("reproduce", archive, env={"CR_HOME": str(tmp_path / "fresh")}, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("Error: the archive's solution:lenet-digits-onnxruntime@1.0.0 is the "
+                               "solution:lenet-digits-onnxruntime@1.0.0 of repo 'builtin', but its model:lenet-digits@1.0.0 differs")
+    assert lines[1].startswith("Hint: give the archive's solution a version of its own") and "Traceback" not in done.stderr
+    compare = lines[1].split("compare the two with ", 1)[1].split()  # the hint's command works as printed
+    assert compare[0] == "cr"
+    shown = run_cr(*compare[1:], "--json", env={"CR_HOME": str(tmp_path / "fresh")})
+    assert shown.returncode == 0 and json.loads(shown.stdout)["meta"]["description"] == "a changed copy"
