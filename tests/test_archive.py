@@ -63,8 +63,8 @@ def manifest_of(archive: Path) -> dict:
         return json.loads(zf.read("manifest.json"))
 
 
-def show(home: Path, ref: str) -> dict:
-    return json.loads(ok(cr(home, "show", ref, "--json")).stdout)
+def show(home: Path, ref: str, *options: str) -> dict:
+    return json.loads(ok(cr(home, "show", ref, *options, "--json")).stdout)
 
 
 # -- round trips --------------------------------------------------------------------------
@@ -113,7 +113,8 @@ def test_pack_unpack_round_trip_with_lock_and_results(team, tmp_path, cr_home):
     target = fresh / "archives" / "tiny-sol-1.0.0"
     assert f"unpacked solution:tiny-sol@1.0.0 into {target}" in done.stdout
     for comp in manifest["components"]:
-        info = show(fresh, comp["ref"])
+        # the archive's copy (a plain ref prefers the shipped one where they are identical)
+        info = show(fresh, comp["ref"], "--repo", "tiny-sol-1.0.0")
         assert info["repo"] == "tiny-sol-1.0.0" and Path(info["path"]).is_relative_to(target)
         assert info["verified"] is True and all(f["status"] == "ok" for f in info["files"])
     assert show(fresh, "model:tiny-net@1.0.0")["files"] and json.loads((target / "lock.json").read_text())["root"] == "solution:tiny-sol@1.0.0"
@@ -139,9 +140,11 @@ def test_shipped_solution_is_deterministic_and_survives_a_round_trip(tmp_path, c
     fresh = tmp_path / "fresh-home"
     ok(cr(fresh, "unpack", a, "--into", tmp_path / "unpacked"))
     for ref in refs:
-        info = show(fresh, ref)
+        info = show(fresh, ref, "--repo", "iris-logreg-onnxruntime-1.0.0")
         assert info["repo"] == "iris-logreg-onnxruntime-1.0.0" and info["verified"] is True
-    # packed again from the unpacked repository (which now takes precedence): the same bytes
+    # unpacked archives come after the shipped repos: a plain ref still means the shipped copy
+    assert show(fresh, "model:iris-logreg")["repo"] == "builtin"
+    # packed again (the solution from the shipped repo, identical to the unpacked one): the same bytes
     c = tmp_path / "c.cr.zip"
     ok(cr(fresh, "pack", "solution:iris-logreg-onnxruntime", "-o", c))
     assert sha_file(c) == sha_file(a)

@@ -24,6 +24,7 @@ BENCH = ROOT / "benchmarks"
 TINY = {
     "bench_archive.py": ["--size-mb", "1", "--runs", "1", "--json", "{tmp}/out.json"],
     "bench_campaign.py": ["--jobs", "2", "--tiny", "20", "--real", "20", "--rounds", "1"],
+    "bench_check.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "bench_compare_agree.py": ["--pairs", "4", "--real", "1", "--derived", "5"],
     "bench_conversions.py": ["--models", "lenet-digits", "--to", "onnx", "--json", "{tmp}/out.json"],
     "bench_dashboard.py": ["--sizes", "200", "--work", "{tmp}/work", "--json", "{tmp}/out.json"],

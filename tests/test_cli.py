@@ -463,7 +463,7 @@ def test_new_action_skeleton_is_valid(run_cr):
     made = ok_json(run_cr("new", "action", "my-action", "--version", "2.0.0", "--json"))
     assert made["ref"] == "action:my-action@2.0.0"
     report = ok_json(run_cr("check", "action:my-action", "--json"))
-    assert report == {"ok": True, "checked": 1, "problems": [], "warnings": [], "payloads": []}
+    assert report == {"ok": True, "checked": 1, "problems": [], "warnings": [], "payloads": [], "models": []}
 
 
 def test_new_twice_with_the_same_version_fails(run_cr, cr_home):

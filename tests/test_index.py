@@ -1083,8 +1083,10 @@ def test_file_field_must_be_listed_with_a_checksum(tmp_path):
     meta = make_component(repo, "model", "m", file="model.onnx")
     (meta.parent / "model.onnx").write_bytes(b"onnx")
     api.repo_add(repo)
-    (problem,) = api.check("model:m").problems
-    assert problem.pointer == "/file" and "not listed in files" in problem.message
+    listed, opened = api.check("model:m").problems
+    assert listed.pointer == "/file" and "not listed in files" in listed.message
+    # and 4 bytes named .onnx are no ONNX model (cr.store.modelfiles)
+    assert opened.pointer == "/file" and "model.onnx: not an ONNX model" in opened.message
 
 
 # -- concurrency ---------------------------------------------------------------------------------------

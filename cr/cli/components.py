@@ -101,11 +101,14 @@ def new(kind, name, version, tags, repo, description, as_json):
 
 @click.command()
 @click.argument("target", nargs=-1)
+@click.option("--deep", is_flag=True, help="Also run onnx.checker on each ONNX file (imports onnx: about a second).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def check(target, as_json):
-    """Validate metas and checksums: all repos, a PATH (meta, component, repo) or a REF.
+def check(target, deep, as_json):
+    """Validate metas, checksums and model files: all repos, a PATH (meta, component, repo) or a REF.
 
-    A model format that no registered backend loads is a warning, not a problem."""
+    Each model file is opened and its structure read (ONNX, TFLite, TorchScript/torch zip,
+    frozen graph, SavedModel), never run or unpickled. A model format that no registered
+    backend loads is a warning, not a problem."""
     from ..api import check as api_check
     from ..store.refs import parse_ref_words
 
@@ -117,7 +120,7 @@ def check(target, as_json):
         what = None
     else:
         raise click.UsageError("give at most one PATH or REF (or KIND NAME)")
-    report = api_check(what)
+    report = api_check(what, deep=deep)
     if as_json:
         output.emit_json(report.to_dict())
     else:
@@ -131,7 +134,8 @@ def check(target, as_json):
             for state in report.payloads:
                 click.echo(f"payload of {state['ref']}: {state['path']} from package {state['package']}: {describe(state)}", err=True)
         warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
-        click.echo(f"checked {report.checked} component(s): " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)") + warned, err=True)
+        opened = f" and {len(report.models)} model file(s)" if report.models else ""
+        click.echo(f"checked {report.checked} component(s){opened}: " + ("all valid" if report.ok else f"{len(report.problems)} problem(s)") + warned, err=True)
     if not report.ok:
         raise SystemExit(1)
 

@@ -144,12 +144,44 @@ def refuse_namesake(info: dict) -> None:
         return  # the archive does not hold it under that ref: unpack's own checks speak
     if component_sha256(own["meta"]) == component_sha256(here["meta"]) \
             and is_copy_of(own["meta_path"], here["meta_path"]):
+        _refuse_changed_parts(info, here)
         return
     raise CRError(
         f"the archive's {info['solution']} (repo {info['repo']!r}) differs from the {here['ref']} in repo "
         f"{here['repo']!r}, which {here['ref']} means on this machine: setting it up would run the other one",
         hint=f"give the archive's solution a version of its own (edit its meta, cr pack again), or remove repo "
              f"{info['repo']!r} (cr repo rm {info['repo']}) and inspect it with cr unpack first")
+
+
+def _refuse_changed_parts(info: dict, here: dict) -> None:
+    """The archive's solution is an identical copy of the one here (a shipped solution, which
+    comes before unpacked archives), so setting it up takes its model, dataset and actions
+    from here: CRError, naming it, when the archive carries a different one under the same
+    ref (the reference results were measured with the archive's, which would not run)."""
+    from ..store.content import component_sha256
+
+    index = catalog.open_index()
+    try:
+        for ref in info.get("components") or []:
+            kind, _, rest = ref.partition(":")
+            name, _, version = rest.partition("@")
+            if kind not in ("model", "dataset", "action") or ref == info["solution"]:
+                continue
+            # read from the index, not through show(): no shadowing warning before the answer
+            copies = [c for c in index.components(kind=kind, name=name) if c.version == version]
+            theirs = next((c for c in copies if c.repo == info["repo"]), None)
+            others = sorted((c for c in copies if c.repo != info["repo"]), key=lambda c: c.repo != here["repo"])
+            if theirs is None or not others:
+                continue
+            if component_sha256(index.meta_of(others[0])) != component_sha256(index.meta_of(theirs)):
+                raise CRError(
+                    f"the archive's {info['solution']} is the {here['ref']} of repo {here['repo']!r}, but its {ref} "
+                    f"differs from the one in repo {others[0].repo!r}, which {here['ref']} uses here: setting it up "
+                    "would not run the archive's model and data",
+                    hint=f"give the archive's solution a version of its own (edit its meta, cr pack again); compare "
+                         f"the two with cr show {ref} --repo {info['repo']}")
+    finally:
+        index.close()
 
 
 def check_platform(meta: dict, ref: str) -> None:

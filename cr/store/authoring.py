@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import Conflict, CRError, InvalidMeta, NotFound, RepoError
 from ..fsutil import atomic_write_bytes, atomic_write_json, json_bytes, sha256_file
 from ..paths import cr_home, ensure_home
-from . import registry
+from . import modelfiles, registry
 from .catalog import component_sha256, open_index, resolve, verify_files, writer_index
 from .index import Component
 from .meta import Problem, load_json, validate, validate_repo_meta
@@ -174,6 +174,9 @@ class CheckReport:
     warnings: list[Problem] = field(default_factory=list)
     model_formats: list[tuple[str, str, str]] = field(default_factory=list, repr=False)
     payloads: list[dict] = field(default_factory=list)  # pin states of package-sourced models (cr.run.pins)
+    # one entry per model file opened (cr.store.modelfiles): {ref, file (the meta), pointer,
+    # path, format, ok, problem}
+    models: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -186,6 +189,7 @@ class CheckReport:
             "problems": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.problems],
             "warnings": [{"file": p.file, "pointer": p.pointer, "message": p.message} for p in self.warnings],
             "payloads": self.payloads,
+            "models": self.models,
         }
 
 
@@ -220,6 +224,31 @@ def _check_meta_file(meta_path: Path, repo: Repo | None, report: CheckReport) ->
             report.problems.append(Problem(str(meta_path), f"/{key}", f"expected file {rel}, found nothing"))
         elif isinstance(rel, str) and rel not in meta.get("files", {}):
             report.problems.append(Problem(str(meta_path), f"/{key}", f"{rel} is not listed in files (no checksum)"))
+    if meta["kind"] == "model":
+        _check_model_files(meta_path, meta, report)
+
+
+def _check_model_files(meta_path: Path, meta: dict, report: CheckReport) -> None:
+    """Open each model file the meta and its variants name in the component's directory
+    and read its structure (cr.store.modelfiles: never run, never unpickled). A file from
+    a registry package (source.package) is judged by its pinned sha256 instead."""
+    ref = f"model:{meta['name']}@{meta['version']}"
+    holders = [("", meta)] + [(f"/variants/{i}", v) for i, v in enumerate(meta.get("variants") or [])]
+    seen = set()
+    for where, holder in holders:
+        rel, fmt = holder.get("file"), holder.get("format") or meta.get("format") or ""
+        path = meta_path.parent / rel if isinstance(rel, str) else None
+        if path is None or (rel, fmt) in seen or not (path.is_file() or path.is_dir()):
+            continue  # no file of its own, seen already, or missing (a problem said so above)
+        seen.add((rel, fmt))
+        kind = modelfiles.checked_format(fmt, path)
+        if kind is None:
+            continue
+        wrong = modelfiles.problem(fmt, path)
+        report.models.append({"ref": ref, "file": str(meta_path), "pointer": f"{where}/file", "path": rel,
+                              "format": fmt, "ok": wrong is None, "problem": wrong})
+        if wrong:
+            report.problems.append(Problem(str(meta_path), f"{where}/file", f"{ref}: {rel}: {wrong}"))
 
 
 def _check_repo(repo: Repo, report: CheckReport) -> None:

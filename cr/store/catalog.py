@@ -80,9 +80,27 @@ def find(
             found = [c for c in found if spec.contains(parse_version(c.version), prereleases=True)]
         found = prefer_trusted(found, index)
         _warn_shadowed(found, index)
+        found = _drop_identical_copies(found, index)
     finally:
         index.close()
     return found
+
+
+def _drop_identical_copies(components: list[Component], index: Index) -> list[Component]:
+    """components (best first) without the later copies of one that another repository
+    holds identically (same kind/name/version and uid, same meta content: an unpacked
+    archive's copy of a shipped component): it is listed once, from the repository that
+    comes first in precedence (the trusted one). A copy that differs stays listed."""
+    kept: list[Component] = []
+    first: dict[tuple[str, str, str], list[Component]] = {}
+    for c in components:
+        key = (c.kind, c.name, c.version)
+        shown = first.setdefault(key, [])
+        if any(s.uid == c.uid and component_sha256(index.meta_of(s)) == component_sha256(index.meta_of(c)) for s in shown):
+            continue
+        shown.append(c)
+        kept.append(c)
+    return kept
 
 
 def _warn_shadowed(components: list[Component], index: Index) -> None:

@@ -1,7 +1,11 @@
 """The set of registered repositories, in precedence order, persisted in CR_HOME/repos.json.
 
 Precedence (first wins when the same kind/name/version exists twice): the user's local
-repo, then registered repos in the order they were added, then the shipped repos.
+repo, then registered repos in the order they were added, then the shipped repos, then
+unpacked archives (origin 'archive', what `cr unpack` and `cr reproduce` register) in the
+order they were added: an archive brings copies of components to run them, not
+replacements, so a plain ref keeps meaning the shipped or the user's own component (a
+solution still takes its own archive's components first: catalog.matching's prefer_repo).
 repos.json is only ever replaced atomically, under a file lock, so concurrent `cr`
 processes and crashes cannot leave it half-written.
 """
@@ -98,8 +102,10 @@ def all_repos(home: Path | None = None) -> list[Repo]:
     repos = []
     if (local_repo_path(home) / REPO_FILE).is_file():
         repos.append(read_repo(local_repo_path(home), "local", validate=False))
-    repos.extend(registered(home))
+    added = registered(home)
+    repos.extend(r for r in added if r.origin != "archive")
     repos.extend(builtin_repos())
+    repos.extend(r for r in added if r.origin == "archive")
     return repos
 
 
