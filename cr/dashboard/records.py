@@ -65,6 +65,21 @@ def js_literal(data) -> str:
     return text
 
 
+def read_fd(fd: int, size: int) -> bytes:
+    """Everything fd holds: one read of size bytes when the size is known (no buffering layer),
+    then to the end in 1 MiB reads when it is not (size < 0) or the file holds more."""
+    data = os.read(fd, size + 1) if size >= 0 else b""
+    if size < 0 or len(data) > size:
+        chunks = [data]
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    return data
+
+
 def load(path: str, size: int = -1) -> tuple[dict, bytes, bytes | None]:
     """(record, the JSON text that was parsed, the inline latency list's text or None); Skip when unusable.
 
@@ -72,15 +87,7 @@ def load(path: str, size: int = -1) -> tuple[dict, bytes, bytes | None]:
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK)  # a FIFO swapped in after the scan: read empty, never waited on
         try:
-            data = os.read(fd, size + 1) if size >= 0 else b""
-            if size < 0 or len(data) > size:  # size unknown, or the file grew
-                chunks = [data]
-                while True:
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                data = b"".join(chunks)
+            data = read_fd(fd, size)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -584,15 +591,7 @@ def _side_file_bytes(record_path: str, raw: dict) -> tuple[bytes | None, str]:
     try:
         fd = os.open(os.path.join(os.path.dirname(record_path), name), os.O_RDONLY)
         try:
-            blob = os.read(fd, expected + 1) if expected >= 0 else b""
-            if expected < 0 or len(blob) > expected:  # size unknown, or more than stated: read to the end
-                chunks = [blob]
-                while True:
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                blob = b"".join(chunks)
+            blob = read_fd(fd, expected)
         finally:
             os.close(fd)
     except OSError as exc:
