@@ -10,8 +10,9 @@ import json
 
 import click
 
-from ..results.summary import duration_text, metric_text, throughput_text
+from ..results.summary import duration_text, metric_text
 from . import output
+from .tables import ms, rate
 from .options import BackendOption
 
 
@@ -128,13 +129,11 @@ def list_(as_json, **filters):
     if as_json:
         _stream_json(rows)
         return
-    columns = ["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
-               "THROUGHPUT", "ACCURACY", "STATUS"]
     cells = ([
         r["uid"], _when(r["started"]), r["action"], _target(r), _stack(r), _setting(r), _origin(r),
-        r["platform_description"], duration_text(r["p50_ns"]), duration_text(r["p99_ns"]),
-        throughput_text(r["throughput_sps"], r["throughput_qps"]), _accuracy(r), _status(r),
+        r["platform_description"], ms(r["p50_ns"]), ms(r["p99_ns"]), rate(r["throughput_sps"]), _accuracy(r), _status(r),
     ] for r in rows)
+    columns = LIST_COLUMNS
     first = list(itertools.islice(cells, FIRST_PAGE))
     if len(first) < FIRST_PAGE:  # all of it: the table as any listing draws it
         output.table(columns, first, empty="no stored results match")
@@ -143,6 +142,25 @@ def list_(as_json, **filters):
 
 
 FIRST_PAGE = 500  # rows whose widths set the columns of a long listing
+
+
+_KINDLESS = (("solution:", ""), ("model:", ""), ("dataset:", ""))
+
+
+def _list_columns():
+    from .tables import Col
+
+    # p50, p99, throughput, accuracy and status are what a listing is read for: never dropped;
+    # the uid (a prefix selects it) and what ran are kept, shortened; the rest gives way
+    return [Col("UID", shorten="prefix", min=8), Col("WHEN", keep=False, drop=3),
+            Col("ACTION", keep=False, drop=4), Col("TARGET", shorten="middle", min=13, abbrev=_KINDLESS),
+            Col("BACKEND/VARIANT", shorten="middle", min=8), Col("CONFIG", keep=False, drop=0, shorten="abbrev"),
+            Col("FROM", keep=False, drop=1, shorten="end"), Col("PLATFORM", keep=False, drop=2, shorten="middle", min=12),
+            Col("P50 (ms)"), Col("P99 (ms)"), Col("THROUGHPUT (samples/s)"), Col("ACCURACY", shorten="wrap", min=6),
+            Col("STATUS", shorten="wrap", min=6)]
+
+
+LIST_COLUMNS = _list_columns()
 
 
 def _stream_json(rows) -> None:
@@ -159,23 +177,46 @@ def _stream_json(rows) -> None:
     output.echo("".join(chunks) + ("[]" if not count else "\n]"))
 
 
-def _stream_table(columns: list[str], first: list[list], rest) -> None:
-    """A listing longer than FIRST_PAGE rows: plain aligned text (also on a terminal, where
-    rich would hold every row to draw one table), the column widths taken from the first
-    FIRST_PAGE rows; a longer cell further down is printed whole and shifts its line."""
-    cleaned = [["" if v is None else output.clean(v) for v in row] for row in first]
-    widths = [max([len(col)] + [len(r[i]) for r in cleaned]) for i, col in enumerate(columns)]
-    last = len(columns) - 1
+def _stream_table(columns: list, first: list[list], rest) -> None:
+    """A listing longer than FIRST_PAGE rows, printed a page at a time (rich would hold every
+    row to draw one table): the layout (on a terminal, cli/tables.py's fit to its width; in a
+    pipe, the plain format) is set by the first FIRST_PAGE rows; in a pipe a longer cell further
+    down is printed whole and shifts its line."""
+    import sys
 
-    def line(values) -> str:
-        return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+    from . import tables
 
-    output.echo("\n".join([line(columns)] + [line(r) for r in cleaned]))
+    def cleaned(page):
+        return [["" if v is None else output.clean(v) for v in row] for row in page]
+
+    page = cleaned(first)
+    if sys.stdout.isatty():
+        import shutil
+
+        plan = tables.plan(columns, page, shutil.get_terminal_size().columns)
+
+        def lines(rows, head=False):
+            out = plan.header_lines() if head else []
+            for row in rows:
+                out += plan.row_lines(row) + ([""] if plan.records else [])
+            return out
+    else:
+        names = [c.name for c in tables.columns_of(columns)]
+        widths = [max([len(n)] + [len(tables.plain_cell(r[i])) for r in page]) for i, n in enumerate(names)]
+        last = len(names) - 1
+
+        def line(values) -> str:
+            return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+
+        def lines(rows, head=False):
+            return ([line(names)] if head else []) + [line([tables.plain_cell(v) for v in r]) for r in rows]
+
+    output.echo("\n".join(lines(page, head=True)))
     while True:
-        page = list(itertools.islice(rest, FIRST_PAGE))
-        if not page:
+        more = list(itertools.islice(rest, FIRST_PAGE))
+        if not more:
             return
-        output.echo("\n".join(line(["" if v is None else output.clean(v) for v in row]) for row in page))
+        output.echo("\n".join(lines(cleaned(more))))
 
 
 def _accuracy(row: dict) -> str:
