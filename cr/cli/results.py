@@ -363,7 +363,7 @@ def compare(uids, as_json):
     rows = []
     for m in report["metrics"]:
         diffs = ["" if d is None else f"{100 * d:+.1f}%" for d in m["rel_diff"][1:]]
-        rows.append([m["label"]] + [metric_text(m["unit"], v) for v in m["values"]] + diffs
+        rows.append([_labelled(m)] + [_in_unit(m["unit"], v) for v in m["values"]] + diffs
                     + [" ".join(_noise(v) for v in m["verdict"][1:])])
     labels = {c["uid"]: c["label"] for c in report.get("config") or []}
     for r in report["results"]:
@@ -371,9 +371,28 @@ def compare(uids, as_json):
                                 f"  {labels.get(r['uid'], '')}  {r['platform_description']}  {_when(r['started'])}"), err=True)
     for note in report["notes"]:
         output.warn(output.clean(note))
-    output.table(header, rows, empty="no metric to compare")
+    from .tables import Col
+
+    # every figure and the verdict are kept; a narrow terminal folds the table into records
+    columns = [Col(header[0], shorten="wrap", min=10)] + [Col(h) for h in header[1:-1]] + [Col(header[-1], shorten="wrap", min=5)]
+    output.table(columns, rows, empty="no metric to compare")
     for line in _significance_lines(report) + _accuracy_lines(report):
         click.echo(line)
+
+
+def _labelled(metric: dict) -> str:
+    """'p50 (ms)', 'throughput (samples/s)': the unit said once, by the row's name."""
+    unit = {"ns": "ms", "bytes": "MiB"}.get(metric["unit"], metric["unit"])
+    return f"{metric['label']} ({unit})" if unit and unit not in metric["label"] else metric["label"]
+
+
+def _in_unit(unit: str, value) -> str:
+    """A compared figure as a bare number in its row's unit (latencies in ms, as every table)."""
+    if value is None:
+        return ""
+    if unit == "ns":
+        return ms(value)
+    return metric_text(unit, value).split(" ")[0]
 
 
 def _significance_lines(report: dict) -> list[str]:
