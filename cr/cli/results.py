@@ -10,7 +10,7 @@ import json
 
 import click
 
-from ..results.summary import duration_text, metric_text
+from ..results.summary import metric_text
 from . import output
 from .tables import ms, rate
 from .options import BackendOption
@@ -308,7 +308,7 @@ def _metric_rows(record: dict) -> list[list]:
         rows.append(["queries", f"{metrics['queries']} in {metrics.get('duration_s') or 0:.3f} s"])
     for key in ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "iqr"):
         if isinstance(lat.get(key), (int, float)):
-            rows.append([key, duration_text(lat[key])])
+            rows.append([key, f"{ms(lat[key])} ms"])  # ms, as every table (docs/output.md)
     tp = metrics.get("throughput") or {}
     if tp.get("queries_per_s") is not None:
         rows.append(["throughput", f"{tp['queries_per_s']:.1f} queries/s, {tp.get('samples_per_s') or 0:.1f} samples/s"])
@@ -484,11 +484,15 @@ def pareto(objectives, min_effect, as_json, **filters):
 
 
 def _figure(unit: str, value: dict) -> str:
-    """'12.30 us [11.90 us, 12.80 us]': a value and its 95% interval."""
-    text = metric_text(unit, value["value"]) + (" J" if unit == "J" else "")
+    """'0.0123 ms [0.0119 ms, 0.0128 ms]': a value and its 95% interval (latencies in ms, as
+    every table: docs/output.md)."""
+    def one(v) -> str:
+        return f"{ms(v)} ms" if unit == "ns" else metric_text(unit, v)
+
+    text = one(value["value"]) + (" J" if unit == "J" else "")
     if value["lo"] == value["hi"]:
         return text
-    return f"{text} [{metric_text(unit, value['lo'])}, {metric_text(unit, value['hi'])}]"
+    return f"{text} [{one(value['lo'])}, {one(value['hi'])}]"
 
 
 @results.command()

@@ -20,6 +20,7 @@ measured with rich.cells.cell_len when it is importable (wide characters count t
 """
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 from dataclasses import dataclass
@@ -63,14 +64,20 @@ def columns_of(columns: list) -> list[Col]:
     return cols
 
 
-def width_of(text: str) -> int:
-    """The cells text takes on a terminal (wide characters, CJK and emoji, count two): rich's
-    measure, imported on first use (a pipe's table never needs it)."""
-    global width_of
-    from rich.cells import cell_len
+_cell_len = None
 
-    width_of = cell_len
-    return cell_len(text)
+
+def width_of(text: str) -> int:
+    """The cells text takes on a terminal (wide characters, CJK and emoji, count two): its
+    length for ASCII, else rich's measure, imported on first use (a pipe never needs it)."""
+    if text.isascii():
+        return len(text)
+    global _cell_len
+    if _cell_len is None:
+        from rich.cells import cell_len
+
+        _cell_len = cell_len
+    return _cell_len(text)
 
 
 # Known abbreviations, applied to "middle" cells before any ellipsis (docs/output.md).
@@ -82,12 +89,14 @@ ABBREVIATIONS = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a listing repeats its refs, stacks and platforms
 def abbreviate(text: str, own: tuple = ()) -> str:
     for long, short in (*own, *ABBREVIATIONS):
         text = text.replace(long, short)
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def cut_middle(text: str, width: int, own: tuple = ()) -> str:
     """text in at most width cells: known abbreviations first, then an ellipsis in the middle
     (the head gets the extra cell: a ref's kind and name start there)."""
@@ -102,6 +111,8 @@ def cut_middle(text: str, width: int, own: tuple = ()) -> str:
 
 
 def _head(text: str, width: int) -> str:
+    if text.isascii():
+        return text[:max(0, width)]
     out, used = [], 0
     for ch in text:
         w = width_of(ch)
@@ -315,12 +326,15 @@ def fit(columns: list, rows: list[list[str]], width: int, title: str | None = No
 # ----------------------------------------------------------------------------- the pipe
 
 _SPACES = re.compile(r"\s+")
+_ODD = re.compile(r"[\t\n\r\x0b\x0c]")
 EMPTY = "-"
 
 
 def plain_cell(text: str) -> str:
     """A cell as a pipe gets it: whitespace runs (tabs, newlines, double spaces) as one space,
     an empty cell as '-', so a line splits into its cells at every run of two or more spaces."""
+    if text and text.isascii() and text[0] != " " and text[-1] != " " and "  " not in text and not _ODD.search(text):
+        return text  # the usual cell: nothing to do (a 500-row listing has 6,500 of them)
     text = _SPACES.sub(" ", text).strip()
     return text or EMPTY
 
