@@ -234,3 +234,25 @@ def test_refs_are_cut_in_the_middle_after_the_known_abbreviations():
     assert cut_middle("solution:lenet-digits-onnxruntime@1.0.0", 31) == "solution:lenet-digits-ort@1.0.0"
     short = cut_middle("solution:lenet-digits-onnxruntime@1.0.0", 20)
     assert len(short) == 20 and short.startswith("solution:") and short.endswith("@1.0.0") and "…" in short
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_campaign_summary_keeps_the_configuration_figures_and_verdicts(width, monkeypatch):
+    """cr campaign run/status's job table: what tells jobs apart and what they measured stay."""
+    from cr.cli import campaign, output
+
+    rows = [{"job": f"{i:02d}1a2b3c4d5e6f", "solution": "solution:lenet-digits-onnxruntime@1.0.0",
+             "platform": "AMD EPYC (linux/x86_64, 2 cores)", "varied": {"threads": threads}, "repetition": 1,
+             "state": "done", "validation": "PASS", "worker": "worker-on-a-long-host-name", "p50_ns": 10_900 * threads,
+             "samples_per_s": 35975.8 / threads, "top1": 0.9806, "attempts": 1, "results": ["3b67f7941381dae7"],
+             "error": None} for i, threads in enumerate((1, 2))]
+    out = _Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setenv("COLUMNS", str(width))
+    campaign._summary(rows, "campaign sweep", status_view=True)
+    text = ANSI.sub("", out.getvalue())
+    _fits(text, width)
+    for threads in (1, 2):
+        assert f"{10_900 * threads / 1e6:.4f}" in text and f"{35975.8 / threads:.1f}" in text
+    assert text.count("PASS") == 2 and text.count("0.9806") == 2 and text.count("done") == 2
+    assert "(ms)" in text and "(samples/s)" in text
