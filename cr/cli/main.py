@@ -84,10 +84,10 @@ _TABLE_COMMANDS = (
 
 
 def _wide(ctx, param, value) -> None:
-    if value:
-        from . import tables
+    # set either way: a program that runs several commands in one process gets each one's own
+    from . import tables
 
-        tables.WIDE = True
+    tables.WIDE = bool(value)
 
 
 def _add_wide(command: click.Command, name: str) -> None:
