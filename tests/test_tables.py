@@ -256,3 +256,18 @@ def test_campaign_summary_keeps_the_configuration_figures_and_verdicts(width, mo
         assert f"{10_900 * threads / 1e6:.4f}" in text and f"{35975.8 / threads:.1f}" in text
     assert text.count("PASS") == 2 and text.count("0.9806") == 2 and text.count("done") == 2
     assert "(ms)" in text and "(samples/s)" in text
+
+
+def test_a_cell_with_line_breaks_keeps_the_terminal_table_aligned(monkeypatch):
+    from cr.cli import output
+
+    out = _Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setenv("COLUMNS", "80")
+    output.table(["FIELD", "VALUE"], [["error", "line one\nline two\tand a tab"], ["p50", "0.0109 ms"]])
+    lines = ANSI.sub("", out.getvalue()).splitlines()
+    assert lines[1].split(None, 1) == ["error", "line one line two and a tab"] and lines[2].split() == ["p50", "0.0109", "ms"]
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", piped)
+    output.table(["FIELD", "VALUE"], [["error", "line one\nline two"], ["empty", ""]])
+    assert piped.getvalue().splitlines()[1:] == ["error  line one line two", "empty  -"]

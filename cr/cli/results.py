@@ -186,11 +186,14 @@ def _stream_table(columns: list, first: list[list], rest) -> None:
 
     from . import tables
 
+    tty = sys.stdout.isatty()
+
     def cleaned(page):
-        return [["" if v is None else output.clean(v) for v in row] for row in page]
+        cells = [["" if v is None else output.clean(v) for v in row] for row in page]
+        return [[tables.terminal_cell(v) for v in row] for row in cells] if tty else cells
 
     page = cleaned(first)
-    if sys.stdout.isatty():
+    if tty:
         import shutil
 
         plan = tables.plan(columns, page, shutil.get_terminal_size().columns)

@@ -222,6 +222,12 @@ def _block(cells: list[list[str]], widths: list[int]) -> list[str]:
     return lines
 
 
+def terminal_cell(text: str) -> str:
+    """A cell as a terminal's layout takes it: on one line (its tabs and line breaks as spaces;
+    a wrapped column folds it again where it must)."""
+    return text if "\n" not in text and "\t" not in text and "\r" not in text else " ".join(text.split())
+
+
 def plan(columns: list, rows: list[list[str]], width: int, wide: bool | None = None) -> Plan:
     """The layout of a table at this terminal width (see the module's docstring)."""
     cols = columns_of(columns)
@@ -308,6 +314,7 @@ def fit(columns: list, rows: list[list[str]], width: int, title: str | None = No
         wide: bool | None = None) -> tuple[list[str], list[int]]:
     """The lines of a table drawn at this width, and the indexes of the header lines (bold on a
     terminal). The title is wrapped, never cut."""
+    rows = [[terminal_cell(v) for v in r] for r in rows]
     p = plan(columns, rows, width, wide)
     if not title:
         lines = []
