@@ -84,7 +84,7 @@ def show(name, with_jobs, as_json):
 
 
 def _ms(ns) -> str:
-    return "" if ns is None else f"{ns / 1e6:.4f} ms"
+    return "" if ns is None else f"{ns / 1e6:.4f}"
 
 
 def _cell(value) -> str:
@@ -112,7 +112,7 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
             line.insert(0, r["job"])
         line += [str(r.get("repetition") or ""), r["state"] + (" (earlier)" if r.get("earlier") else ""),
                  r.get("validation") or "", r.get("worker") or "", _ms(r.get("p50_ns")),
-                 "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}/s",
+                 "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}",
                  "" if r.get("top1") is None else f"{r['top1']:.4f}"]
         if significance:
             line.append(_significance_cell(r.get("significance")))
@@ -120,11 +120,18 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
             line.append(str(r.get("attempts") or 0))
         line += [", ".join(r.get("results") or [])[:35], (r.get("error") or r.get("reason") or "")[:200]]
         table.append(line)
-    headers = ["SOLUTION", "PLATFORM", *[field_name(k).upper() for k in keys], "REP", "STATUS", "VALIDATION", "WORKER",
-               "P50", "THROUGHPUT", "TOP1", *(["SIGNIFICANCE"] if significance else []),
-               *(["ATTEMPTS"] if status_view else []), "RESULTS", "WHY"]
+    from .tables import Col
+
+    # the configuration that tells jobs apart, their state, figures and verdicts are kept; the
+    # platform, worker, attempts and result uids give way (docs/output.md)
+    headers = [Col("SOLUTION", shorten="middle", min=12), Col("PLATFORM", keep=False, drop=2, shorten="middle", min=12),
+               *[Col(field_name(k).upper(), shorten="abbrev") for k in keys], Col("REP"), Col("STATUS", shorten="wrap"),
+               Col("VALIDATION"), Col("WORKER", keep=False, drop=1, shorten="middle"), Col("P50 (ms)"),
+               Col("THROUGHPUT (samples/s)"), Col("TOP1"), *([Col("SIGNIFICANCE", shorten="wrap", min=12)] if significance else []),
+               *([Col("ATTEMPTS", keep=False, drop=3)] if status_view else []),
+               Col("RESULTS", keep=False, drop=0, shorten="end"), Col("WHY", shorten="wrap", min=12)]
     if status_view:
-        headers.insert(0, "JOB")
+        headers.insert(0, Col("JOB", shorten="prefix", min=8))
     output.table(headers, table, title=title, empty="no job")
     rule = next((r["significance"]["rule"] for r in rows if (r.get("significance") or {}).get("rule")), None)
     if rule:
