@@ -187,10 +187,9 @@ def _python_minor(root: Path) -> str:
 
 
 def _reefkit_layer(site: str) -> dict:
-    import cr
     from ..paths import DATA_FOLDERS, data_dir
 
-    entries = oci.tree(Path(cr.__file__).parent, f"{site}/cr")
+    entries = oci.tree(Path(__file__).resolve().parents[1], f"{site}/cr")
     for k in [k for k in entries if k.startswith(f"{site}/cr/_data")]:
         del entries[k]  # an installed reefkit's own copy: replaced by data_dir's below
     for name in DATA_FOLDERS:
