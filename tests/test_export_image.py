@@ -191,11 +191,16 @@ def test_podman_loads_and_runs_the_docker_archive(run_cr, tmp_path):
     _base_root_or_skip()
     if not shutil.which("podman"):
         pytest.skip("podman is not installed (apt-get install podman)")
-    store = ["--root", str(tmp_path / "storage"), "--runroot", str(tmp_path / "run"), "--storage-driver", "vfs",
+    import tempfile
+
+    runroot = tempfile.mkdtemp(prefix="crp-", dir="/tmp")  # podman wants a runroot under 50 characters
+    store = ["--root", str(tmp_path / "storage"), "--runroot", runroot, "--storage-driver", "vfs",
              "--cgroup-manager", "cgroupfs", "--events-backend", "none"]
     probe = subprocess.run(["podman", *store, "run", "--rm", "--network=none", "--rootfs", "/", "true"],
                            capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
+        subprocess.run(["podman", *store, "rm", "--all", "--force"], capture_output=True, timeout=120)
+        shutil.rmtree(runroot, ignore_errors=True)
         pytest.skip(f"podman cannot run containers on this machine: {probe.stderr.strip().splitlines()[-1]}")
     assert run_cr("init", "solution", SOLUTION, timeout=600).returncode == 0
     r = run_cr("export", "solution", SOLUTION, "--docker-archive", str(tmp_path / "img.tar"), "--json", timeout=900)
@@ -205,5 +210,7 @@ def test_podman_loads_and_runs_the_docker_archive(run_cr, tmp_path):
     assert load.returncode == 0, load.stderr
     run = subprocess.run(["podman", *store, "run", "--rm", "--network=none", "-e", f"REEFKIT_IMAGE_DIGEST={digest}",
                           f"reefkit/{SOLUTION}:1.0.0"], capture_output=True, text=True, timeout=600)
+    subprocess.run(["podman", *store, "rmi", "--all", "--force"], capture_output=True)
+    shutil.rmtree(runroot, ignore_errors=True)
     assert run.returncode == 0, run.stderr
     assert "PASS" in run.stdout
