@@ -214,3 +214,13 @@ def test_podman_loads_and_runs_the_docker_archive(run_cr, tmp_path):
     shutil.rmtree(runroot, ignore_errors=True)
     assert run.returncode == 0, run.stderr
     assert "PASS" in run.stdout
+
+
+def test_a_solution_outside_the_builtin_repository_is_refused(run_cr, tmp_path):
+    r = run_cr("init", "solution", "my-digits", "--model", "model:lenet-digits@1.0.0", "--backend", "onnxruntime", timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = run_cr("resolve", "solution:my-digits", timeout=600)  # its lock, made on this machine
+    assert r.returncode == 0, r.stderr
+    r = run_cr("export", "solution", "my-digits", "--oci", str(tmp_path / "img"))
+    _one_error(r, "solution:my-digits@", "outside reefkit's built-in repository")
+    assert "cr pack solution" in r.stderr and not (tmp_path / "img").exists()

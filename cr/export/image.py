@@ -213,6 +213,10 @@ def build(solution_ref: str, out_dir: Path, arch: str, tag: str | None = None, r
     if arch not in ARCHES:
         raise CRError(f"--arch {arch}: not an image architecture", hint=f"give one of {', '.join(ARCHES)}")
     lock, lock_files = find_lock(solution_ref, arch)
+    outside = [c["ref"] for c in lock.get("components") or [] if c.get("repo") != "builtin"]
+    if outside:  # the image carries reefkit's built-in repository only (docs/containers.md)
+        raise CRError(f"{', '.join(outside)} of the lock come from outside reefkit's built-in repository: not yet carried into an image",
+                      hint="ship the solution as an archive instead (cr pack solution NAME), or add it to the built-in repository")
     root = base_root(arch)
     minor = _python_minor(root)
     py = next((s for s in lock["software"] if s["name"] == "python"), None)
