@@ -30,6 +30,7 @@ TINY = {
     "bench_dashboard.py": ["--sizes", "200", "--work", "{tmp}/work", "--json", "{tmp}/out.json"],
     "bench_emulation.py": ["{records}", "{emulated}", "--json", "{tmp}/out.json"],
     "bench_gate.py": ["--pairs", "2", "--queries", "100", "--rounds", "1", "--json", "{tmp}/out.json"],
+    "bench_image.py": ["--rounds", "1", "--seconds", "0.2", "--json", "{tmp}/out.json"],
     "bench_harness.py": ["--queries", "2000", "--warmup", "10", "--runs", "1"],
     "bench_init.py": ["--runs", "1"],
     "bench_jobenv.py": ["--tiny", "--rounds", "1", "--json", "{tmp}/out.json"],

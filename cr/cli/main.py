@@ -71,7 +71,7 @@ _COMMANDS = {
     "reproduce": "solution:reproduce", "results": "results:results", "dashboard": "dashboard:dashboard",
     "publish": "publish:publish", "campaign": "campaign:campaign", "scheduler": "campaign:scheduler",
     "worker": "campaign:worker", "profile": "profile:profile", "do": "do:do",
-    "tune": "tune:tune", "gate": "gate:gate",
+    "tune": "tune:tune", "gate": "gate:gate", "export": "export:export",
 }
 
 
