@@ -111,7 +111,7 @@ class SlurmExecutor(Executor):
     # -- the run -------------------------------------------------------------------------------
 
     def run(self, run: Run) -> None:
-        from .dask_executor import Session
+        from .dask_executor import Session, run_jobs
 
         partition = self.check(run)
         gpus = self.gpus if self.gpus is not None else int(any(j.uses_gpu for j in run.todo))
@@ -131,9 +131,7 @@ class SlurmExecutor(Executor):
             for _ in range(self.workers):
                 self.submitted.append(slurm.submit(script))
             self._await_workers(session)
-            from .dask_executor import _loop
-
-            _loop(run, session, self.retries, self.noop)
+            run_jobs(run, session, self.retries, self.noop)
         finally:  # ended, failed or interrupted: no worker job outlives the campaign
             slurm.cancel(self.submitted)
             if session is not None:
