@@ -4,11 +4,14 @@ local cr cluster, as the time spent outside the jobs themselves.
     python benchmarks/bench_slurm.py [--jobs 6] [--workers 2] [--rounds 3] [--json FILE]
 
 Each round, interleaved, runs the same campaign of --jobs null-backend benchmark jobs (lenet-digits)
-twice, each from nothing to every result stored:
-  local  `cr scheduler` + --workers `cr worker` processes started here, then
-         `cr campaign run --scheduler ADDR --wait-for-workers N`, then the processes stopped;
-  slurm  `cr campaign run --executor slurm -E workers=N` (its own scheduler, the workers as Slurm
-         batch jobs on the one-node Slurm of scripts/slurm-up.sh, scancelled at the end).
+three times, each from nothing to every result stored:
+  local        `cr scheduler` + --workers `cr worker` processes started here, each in a fresh
+               CR_HOME (as a Slurm worker job is), then `cr campaign run --scheduler ADDR
+               --wait-for-workers N`, then the processes stopped;
+  local-warm   the same, the workers' CR_HOMEs kept from round to round (each solution is set up
+               once: what workers started by hand on machines of one's own get);
+  slurm        `cr campaign run --executor slurm -E workers=N` (its own scheduler, the workers as Slurm
+               batch jobs on the one-node Slurm of scripts/slurm-up.sh, scancelled at the end).
 Time outside the jobs = the wall time minus the time during which at least one job ran (the union
 of the stored records' started..ended). Medians over the rounds, and slurm / local. Without a
 Slurm that answers, the slurm side says why and is not measured.
@@ -89,14 +92,17 @@ def _in_jobs(env, jobs: int) -> float:
     return total
 
 
-def local(env, base: Path, jobs: int, workers: int) -> tuple[float, float]:
+def local(env, base: Path, jobs: int, workers: int, warm: bool) -> tuple[float, float]:
+    homes = [base / (f"warm{i}" if warm else f"fresh{i}") for i in range(workers)]
+    for h in homes if not warm else ():
+        shutil.rmtree(h, ignore_errors=True)
     t0 = time.perf_counter()
     procs = [_start(env, ["scheduler", "--port", "0"], base / "sched.log")]
     try:
         addr = _line(base / "sched.log", "scheduler at", procs[0]).split()[-1]
         for i in range(workers):
             log = base / f"w{i}.log"
-            procs.append(_start(env, ["worker", "--scheduler", addr, "--name", f"w{i}", "--cr-home", base / f"wh{i}"], log))
+            procs.append(_start(env, ["worker", "--scheduler", addr, "--name", f"w{i}", "--cr-home", homes[i]], log))
         _cr(env, "campaign", "run", "bench", "--rerun", "--scheduler", addr, "--wait-for-workers", workers)
     finally:
         for p in reversed(procs):
@@ -130,31 +136,34 @@ def main() -> int:
     ap.add_argument("--json", dest="json_out")
     args = ap.parse_args()
     why = slurm_missing()
-    rows: dict[str, list[tuple[float, float]]] = {"local": [], "slurm": []}
+    rows: dict[str, list[tuple[float, float]]] = {"local": [], "local-warm": [], "slurm": []}
     with tempfile.TemporaryDirectory(prefix="cr-bench-slurm-") as tmp:
         base = Path(tmp)
         env = _setup(base, args.jobs)
         for _ in range(args.rounds):
-            rows["local"].append(local(env, base, args.jobs, args.workers))
+            rows["local"].append(local(env, base, args.jobs, args.workers, warm=False))
+            rows["local-warm"].append(local(env, base, args.jobs, args.workers, warm=True))
             if why is None:
                 rows["slurm"].append(on_slurm(env, args.jobs, args.workers))
     out = {"jobs": args.jobs, "workers": args.workers, "rounds": args.rounds, "slurm_not_measured": why}
     print(f"{args.jobs} null-backend jobs on {args.workers} workers, {args.rounds} round(s), interleaved; medians")
-    print(f"{'':7} {'wall s':>8} {'in jobs s':>10} {'outside s':>10}")
+    print(f"{'':10} {'wall s':>8} {'in jobs s':>10} {'outside s':>10}")
     for name, got in rows.items():
         if not got:
-            print(f"{name:7} not measured: {why}")
+            print(f"{name:10} not measured: {why}")
             continue
         wall = statistics.median(w for w, _ in got)
         inside = statistics.median(i for _, i in got)
         outside = statistics.median(w - i for w, i in got)
         out[name] = {"wall_s": round(wall, 2), "in_jobs_s": round(inside, 2), "outside_s": round(outside, 2),
                      "rounds": [[round(w, 2), round(i, 2)] for w, i in got]}
-        print(f"{name:7} {wall:8.2f} {inside:10.2f} {outside:10.2f}")
+        print(f"{name:10} {wall:8.2f} {inside:10.2f} {outside:10.2f}")
     if rows["slurm"]:
-        ratio = out["slurm"]["outside_s"] / out["local"]["outside_s"]
-        out["outside_ratio"] = round(ratio, 2)
-        print(f"time outside the jobs, slurm / local: {ratio:.2f}x ({out['slurm']['outside_s'] - out['local']['outside_s']:+.2f} s)")
+        for base_name in ("local", "local-warm"):
+            ratio = out["slurm"]["outside_s"] / out[base_name]["outside_s"]
+            out[f"outside_ratio_vs_{base_name}"] = round(ratio, 2)
+            print(f"time outside the jobs, slurm / {base_name}: {ratio:.2f}x "
+                  f"({out['slurm']['outside_s'] - out[base_name]['outside_s']:+.2f} s)")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(out, indent=1))
     return 0
