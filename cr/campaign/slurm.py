@@ -110,6 +110,7 @@ def worker_script(scheduler: str, command: str = "cr", partition: str | None = N
                       "# a cr campaign worker (cr/campaign/slurm_executor.py); its CR_HOME goes with the job",
                       'home="${TMPDIR:-/tmp}/cr-slurm-$SLURM_JOB_ID"',
                       "trap 'rm -rf \"$home\"' EXIT",
+                      "trap 'exit 143' TERM INT HUP  # scancel, a time limit: the EXIT trap still cleans up",
                       f"{worker}", ""])
 
 
