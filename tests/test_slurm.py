@@ -142,6 +142,16 @@ def _ours() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.split()[1:] == ["cr-worker"]]
 
 
+def _all_cancelled() -> bool:
+    """Whether every cr worker job left Slurm's queue (scancel is asynchronous: a cancelled
+    job stays listed, COMPLETING, for up to KillWait)."""
+    for _ in range(75):
+        if not _ours():
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def _records(env, name):
     rows = json.loads(_cr(env, "results", "list", "--campaign", name, "--json").stdout)
     return [json.loads(_cr(env, "results", "show", r["uid"], "--json").stdout) for r in rows]
@@ -165,7 +175,7 @@ def test_a_campaign_runs_on_slurm_workers_and_its_records_come_home(cluster):
     records = _records(env, "on-slurm")
     assert len(records) == 3 and all(r["worker"]["name"].startswith("slurm-") for r in records)
     assert all(r["metrics"]["latency_ns"]["p50"] > 0 for r in records)
-    assert _ours() == []  # the worker jobs were cancelled when the campaign ended
+    assert _all_cancelled()  # the worker jobs were cancelled when the campaign ended
     # each worker's CR_HOME was on the node's disk and went with its job
     homes = [Path(os.environ.get("TMPDIR") or "/tmp") / f"cr-{r['worker']}" for r in rows]
     for _ in range(50):
@@ -201,32 +211,54 @@ def test_a_worker_job_cancelled_mid_job_has_its_job_retried_on_another(cluster):
     again = [e for e in events if e["event"] == "done" and e["job"] == lost[0]["job"]]
     assert len(again) == 1 and again[0]["worker"] != victim and again[0]["attempt"] == 2
     assert len(_records(env, "cancelled")) == 3  # each job stored once
-    assert _ours() == []
+    assert _all_cancelled()
 
 
 @pytest.mark.slow
-def test_sigterm_cancels_the_worker_jobs_and_a_rerun_resumes(cluster):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_an_interrupt_cancels_the_worker_jobs_and_a_rerun_resumes(cluster, sig):
     env, repo, base = cluster
-    make_component(repo, "campaign", "stopped", solutions=["solution:null-slow"], repeat=4)
-    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "stopped", "--executor", "slurm",
+    name = f"stopped-{sig.name.lower()}"
+    make_component(repo, "campaign", name, solutions=["solution:null-slow"], repeat=4)
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", name, "--executor", "slurm",
                              "-E", "workers=1", "-E", f"command={COMMAND}"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(e["event"] == "started" for e in _journal(env, "stopped")):
+    while time.monotonic() < deadline and not any(e["event"] == "started" for e in _journal(env, name)):
         time.sleep(0.2)
     assert _ours(), "a worker job runs"
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Interrupted" in err and "resumes" in err
-    for _ in range(50):  # scancel is asynchronous: the job leaves squeue within KillWait
-        if not _ours():
-            break
-        time.sleep(0.2)
-    assert _ours() == []
-    assert any(e["event"] == "interrupted" for e in _journal(env, "stopped"))
-    again = _cr(env, "campaign", "run", "stopped", "--executor", "slurm", "-E", f"command={COMMAND}", "--json")
+    assert proc.returncode == 130 and "Interrupted" in err and "resumes" in err, err
+    assert _all_cancelled()
+    assert any(e["event"] == "interrupted" for e in _journal(env, name))
+    again = _cr(env, "campaign", "run", name, "--executor", "slurm", "-E", f"command={COMMAND}", "--json")
     assert again.returncode == 0, again.stderr
     assert {r["state"] for r in json.loads(again.stdout)} == {"done"}
+
+
+@pytest.mark.slow
+def test_a_running_scheduler_can_be_given(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "given", solutions=["solution:null-digits"], repeat=2)
+    log = base / "given-scheduler.log"
+    sched = subprocess.Popen([sys.executable, "-m", "cr", "scheduler", "--port", "0"], env=env, stdout=open(log, "w"),
+                             stderr=subprocess.STDOUT)
+    try:
+        for _ in range(300):
+            if "scheduler at" in log.read_text():
+                break
+            time.sleep(0.1)
+        addr = log.read_text().split("scheduler at")[1].split()[0]
+        done = _cr(env, "campaign", "run", "given", "--executor", "slurm", "--scheduler", addr,
+                   "-E", f"command={COMMAND}", "--json")
+        assert done.returncode == 0, done.stderr
+        assert {r["state"] for r in json.loads(done.stdout)} == {"done"}
+        assert sched.poll() is None  # a scheduler it did not start is left running
+        assert _all_cancelled()
+    finally:
+        sched.terminate()
+        sched.wait(timeout=30)
 
 
 # -- bad input: one Error line and a Hint, exit 1, nothing submitted, nothing lost ---------------
