@@ -11,7 +11,7 @@ three times, each from nothing to every result stored:
   local-warm   the same, the workers' CR_HOMEs kept from round to round (each solution is set up
                once: what workers started by hand on machines of one's own get);
   slurm        `cr campaign run --executor slurm -E workers=N` (its own scheduler, the workers as Slurm
-               batch jobs on the one-node Slurm of scripts/slurm-up.sh, scancelled at the end).
+               batch jobs on the one-node Slurm of scripts/slurm-up.sh, scancelled at the end: start it first).
 Time outside the jobs = the wall time minus the time during which at least one job ran (the union
 of the stored records' started..ended). Medians over the rounds, and slurm / local. Without a
 Slurm that answers, the slurm side says why and is not measured.
@@ -122,10 +122,16 @@ def on_slurm(env, jobs: int, workers: int) -> tuple[float, float]:
 
 
 def slurm_missing() -> str | None:
-    if not shutil.which("sinfo"):
-        return "Slurm is not installed (apt-get install slurm-wlm munge)"
-    up = subprocess.run([str(ROOT / "scripts" / "slurm-up.sh")], capture_output=True, text=True)
-    return None if up.returncode == 0 else (up.stderr.strip().splitlines() or ["scripts/slurm-up.sh failed"])[-1]
+    """Why the slurm side cannot run here (None: a Slurm answers); starts nothing."""
+    sys.path.insert(0, str(ROOT))
+    from cr.campaign.slurm import partitions
+    from cr.errors import CRError
+
+    try:
+        partitions()
+    except CRError as exc:
+        return f"{exc.message} (scripts/slurm-up.sh starts a one-node Slurm as root)"
+    return None
 
 
 def main() -> int:

@@ -32,7 +32,8 @@ for cmd in munged slurmctld slurmd sinfo sbatch scancel; do
 done
 [ "$(id -u)" = 0 ] || { say "needs root (munged and slurmd run as root here)"; exit 1; }
 
-if timeout 10 sinfo -h >/dev/null 2>&1; then say "Slurm already answers: $(sinfo -h -o '%P %D %T' | head -n1)"; exit 0; fi
+# (our own cluster with no slurmctld running is not asked: sinfo would wait its MessageTimeout)
+if ! { ours && ! pgrep -x slurmctld >/dev/null; } && timeout 10 sinfo -h >/dev/null 2>&1; then say "Slurm already answers: $(sinfo -h -o '%P %D %T' | head -n1)"; exit 0; fi
 
 if [ -f "$CONF" ] && ! ours; then say "$CONF exists and is not this script's: not starting a second cluster"; exit 1; fi
 
