@@ -41,6 +41,7 @@ TINY = {
     "bench_profile.py": ["--quick", "--no-tensorflow", "--samples", "5", "--repeats", "1", "--json", "{tmp}/out.json"],
     "bench_resolve.py": ["--runs", "1", "--graph", "20", "--json", "{tmp}/out.json"],
     "bench_tables.py": ["--rows", "20", "--runs", "1", "--json", "{tmp}/out.json"],
+    "bench_slurm.py": ["--jobs", "2", "--rounds", "1", "--json", "{tmp}/out.json"],
     "bench_results.py": ["--results", "400", "--samples", "10", "--durable", "10", "--runs", "1",
                          "--json", "{tmp}/out.json"],
     "bench_store.py": ["--components", "300", "--runs", "1", "--new", "20", "--json", "{tmp}/out.json"],

@@ -238,7 +238,7 @@ def _pairs(pairs: tuple[str, ...]) -> dict:
 
 # today's flags, each the dask executor's option of the same name (-E NAME=VALUE reaches any executor's)
 _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeout", "tls_ca_file", "tls_cert", "tls_key",
-          "insecure_no_tls")
+          "insecure_no_tls", "partition", "time")
 
 
 @campaign.command()
@@ -250,10 +250,12 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--scheduler", "scheduler", metavar="ADDR", help="The cluster's scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
 @click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
 @click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
-@click.option("--retries", type=click.IntRange(0, 100), help="dask: runs of a job again after its worker left mid-job  [default: 2]")
+@click.option("--retries", type=click.IntRange(0, 100), help="dask, slurm: runs of a job again after its worker left mid-job  [default: 2]")
 @click.option("--wait-for-workers", type=click.IntRange(0), help="dask: wait until this many cr workers joined  [default: 0]")
-@click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]")
+@click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]; slurm: for the worker jobs to join  [default: 300.0]")
 @click.option("--connect-timeout", type=float, help="dask: seconds to wait for the scheduler to answer  [default: 10.0]")
+@click.option("--partition", metavar="P", help="slurm: the Slurm partition of the worker jobs  [default: the cluster's default]")
+@click.option("--time", "time_limit", metavar="T", help="slurm: each worker job's time limit (10:00, 1-00:00:00)")
 @_tls_options
 @_insecure_option
 @click.option("--install", is_flag=True, help="Install the software a job's own stack (backend, variant, precision) "
@@ -261,7 +263,7 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--json", "as_json", is_flag=True, help="Print the per-job summary as JSON.")
 @click.pass_context
 def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retries, wait_for_workers, timeout,
-        connect_timeout, tls_ca_file, tls_cert, tls_key, insecure, install, as_json):
+        connect_timeout, partition, time_limit, tls_ca_file, tls_cert, tls_key, insecure, install, as_json):
     """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any
     job failed (a validation that FAILs its expectations fails its job).
 
@@ -274,7 +276,7 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
 
     options = _pairs(executor_options)
     flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key,
-                              insecure or None)))
+                              insecure or None, partition, time_limit)))
     options.update({k: v for k, v in flags.items() if v is not None})
     if install:
         options["install"] = True
