@@ -32,6 +32,7 @@ TINY = {
     "bench_gate.py": ["--pairs", "2", "--queries", "100", "--rounds", "1", "--json", "{tmp}/out.json"],
     "bench_image.py": ["--rounds", "1", "--seconds", "0.2", "--json", "{tmp}/out.json"],
     "bench_harness.py": ["--queries", "2000", "--warmup", "10", "--runs", "1"],
+    "bench_hints.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "bench_init.py": ["--runs", "1"],
     "bench_jobenv.py": ["--tiny", "--rounds", "1", "--json", "{tmp}/out.json"],
     "bench_models.py": ["--only", "fidelity", "--models", "lenet-digits", "--rounds", "1", "--seconds", "0.2",

@@ -37,6 +37,9 @@ def show(ref, no_verify, repo, as_json):
     parsed = parse_ref_words(ref)
     info = api_show(parsed, verify=not no_verify, prefer_repo=repo)
     if repo is not None and info["repo"] != repo:
+        from ..store.registry import find_repo
+
+        find_repo(repo)  # no repository of that name: say so (cr find --repo would fail the same way)
         raise NotFound(f"repository {repo!r} holds no {parsed}", hint=f"cr find {parsed.kind} --repo {repo} lists what it holds")
     if parsed.kind == "model":
         from ..run.pins import show_pin

@@ -39,6 +39,26 @@ def _file_samples(paths: list[str]) -> list:
     return samples
 
 
+def _check_decodable(opened, samples: list) -> None:
+    """A file (not .npy) reaches the model as its path: only a decode step turns it into pixels.
+    Without one the path would meet the framework as a string ('str' object has no attribute
+    'dtype', blamed on the backend): name the case instead."""
+    paths = [s for s in samples if isinstance(s.data, str)]
+    if not paths or any(isinstance(st, dict) and st.get("op") == "decode" for st in opened.meta.get("preprocess") or []):
+        return
+    from ..backends.base import describe
+    from ..datasets import IMAGE_SUFFIXES
+
+    spec = (opened.input_specs() or [{}])[0]
+    name = Path(paths[0].data).name
+    what = "an image file" if Path(name).suffix.lower() in IMAGE_SUFFIXES else "a file that is not a .npy array"
+    raise CRError(f"{opened.ref} expects a tensor ({spec.get('name', 'input')!r}: {describe(spec.get('shape'), spec.get('dtype'))}) "
+                  f"and its pre-processing has no decode step, but input {name} is {what} (it would reach the model as "
+                  "a file path string)",
+                  hint=f"give -i FILE.npy holding an array the model's pre-processing takes (cr show {opened.ref} lists its "
+                       "steps), or run a model whose preprocess starts with a decode step on images")
+
+
 def _infer(opened, samples: list, batch_size: int | None, names: list | None = None):
     """[(sample, [raw output rows], [post-processed rows])] in sample order; ``names`` (a
     list, when given) receives the raw outputs' names."""
@@ -198,6 +218,7 @@ def run(job: dict) -> dict:
         dataset = None
         if params.get("inputs"):
             samples = _file_samples(params["inputs"])
+            _check_decodable(opened, samples)
         else:
             dataset = load_dataset(job, limit=int(params.get("limit") or 8))
             samples = dataset.samples
