@@ -18,6 +18,13 @@ class Reporter:
     def progress(self, task: str, done: int, total: int | None) -> None:
         """Progress of long work; total is None when unknown."""
 
+    def phase(self, task: str, name: str | None, detail: str = "", expect_s: float | None = None,
+              max_s: float | None = None) -> None:
+        """Long work (task: "benchmark solution:lenet-digits-onnxruntime") entered phase name
+        ("resolve", "load", "warm-up", "steady", "action 1/2 benchmark"); detail: a few words
+        more; expect_s / max_s: how long the phase should last and may last at most, from
+        the run's own limits (None: unknown). name None: the task ended (detail: how)."""
+
 
 class CollectingReporter(Reporter):
     """Keeps warnings and infos in lists; handy in tests and in the library API."""
@@ -25,12 +32,16 @@ class CollectingReporter(Reporter):
     def __init__(self) -> None:
         self.warnings: list[str] = []
         self.infos: list[str] = []
+        self.phases: list[tuple[str, str | None, str]] = []  # (task, phase, detail)
 
     def warning(self, message: str) -> None:
         self.warnings.append(message)
 
     def info(self, message: str) -> None:
         self.infos.append(message)
+
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        self.phases.append((task, name, detail))
 
 
 _current: Reporter = Reporter()
@@ -59,6 +70,9 @@ class _WithoutInfo(Reporter):
 
     def progress(self, task: str, done: int, total: int | None) -> None:
         self.inner.progress(task, done, total)
+
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        self.inner.phase(task, name, detail, expect_s, max_s)
 
 
 class quiet_info:
