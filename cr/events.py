@@ -45,11 +45,37 @@ class CollectingReporter(Reporter):
 
 
 _current: Reporter = Reporter()
+_local = None  # threading.local() once a thread has a reporter of its own (for_this_thread)
 
 
 def reporter() -> Reporter:
-    """The reporter in force for this process."""
+    """The reporter in force for this thread: its own (for_this_thread), else the process's."""
+    if _local is not None:
+        own = getattr(_local, "reporter", None)
+        if own is not None:
+            return own
     return _current
+
+
+class for_this_thread:
+    """with for_this_thread(rep): events of this thread go to rep (a campaign worker runs
+    several jobs in threads, each forwarding its own events to its coordinator)."""
+
+    def __init__(self, rep: Reporter) -> None:
+        self.rep = rep
+
+    def __enter__(self):
+        global _local
+        if _local is None:
+            import threading
+
+            _local = threading.local()
+        self._old = getattr(_local, "reporter", None)
+        _local.reporter = self.rep
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.reporter = self._old
 
 
 def set_reporter(new: Reporter) -> Reporter:

@@ -179,7 +179,7 @@ def run_action(
     run = ActionRun(action, ref, action_info, started, given=dict(params or {}), backend=backend,
                     backend_options=backend_options, variant=variant, dataset=dataset, split=split, lock=lock,
                     output=output, install=install, store=store, layered=layered, model_ref=model_ref,
-                    entry_point=entry_point, extra=dict(extra or {}), target=target, on_phase=_relay(task))
+                    entry_point=entry_point, extra=dict(extra or {}), target=target, on_phase=_relay(task, reporter()))
     said = reporter()
     said.phase(task, "resolve")
     ended = "failed"
@@ -194,11 +194,12 @@ def run_action(
     return record
 
 
-def _relay(task: str):
-    """on_phase for the child's marks (cr.runtime.progress): each one a phase of task."""
+def _relay(task: str, said):
+    """on_phase for the child's marks (cr.runtime.progress): each one a phase of task, told
+    to said (this thread's reporter: the marks arrive on a reader thread of their own)."""
     def on_phase(name: str, info: dict) -> None:
         detail = f"{info['samples']} samples" if isinstance(info.get("samples"), int) else ""
-        reporter().phase(task, name, detail, _seconds(info.get("expect_s")), _seconds(info.get("max_s")))
+        said.phase(task, name, detail, _seconds(info.get("expect_s")), _seconds(info.get("max_s")))
     return on_phase
 
 
