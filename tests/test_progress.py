@@ -129,7 +129,34 @@ def test_quiet_shows_no_progress_and_json_stays_the_same(benchmarked):
     assert [(r["action"], r["status"], r["config"]) for r in plain] == [(r["action"], r["status"], r["config"]) for r in shown]
 
 
+def test_input_refused_before_anything_ran_prints_its_error_and_no_progress(run_cr):
+    pytest.importorskip("onnxruntime")
+    done = run_cr("benchmark", "solution", SOLUTION, "--scenario", "server")  # no --target-qps: refused in the checks
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[-2:] == ["Error: the server scenario needs a target rate", "Hint: give --target-qps X (queries per second)"]
+    assert not [line for line in lines if "@1.0.0: " in line], done.stderr  # no phase, no "failed in" line
+
+
 # -- the rendering, and the campaign ETA, on given clocks --------------------------------------------
+
+
+def test_tentative_phases_show_only_once_the_work_got_past_them():
+    from cr.cli.progress import PhaseView
+
+    out = io.StringIO()
+    view = PhaseView(out, tty=False, clock=lambda: 1.0)
+    view.phase("solution solution:s", "action 1/2 benchmark")
+    view.phase("benchmark solution:s", "resolve")
+    view.phase("benchmark solution:s", None, "failed")  # bad input: refused while resolving
+    view.phase("solution solution:s", None, "0 action(s) run")
+    assert out.getvalue() == ""
+    view.phase("solution solution:s", "action 1/2 benchmark")
+    view.phase("benchmark solution:s", "resolve")
+    view.phase("benchmark solution:s", "load")
+    view.phase("benchmark solution:s", None, "ok")
+    assert out.getvalue().splitlines() == ["solution solution:s: action 1/2 benchmark", "benchmark solution:s: resolve",
+                                           "benchmark solution:s: load", "benchmark solution:s: ok in 0.0 s"]
 
 
 def test_phase_view_on_a_terminal_line_names_the_phase_and_what_is_left():

@@ -11,6 +11,10 @@ measured child. Each task that ends leaves one line ("benchmark ...: ok in 14.2 
 Elsewhere (a pipe, a log file) each phase is one plain line when it starts, and nothing is
 rewritten. `cr -q` shows none of it (CLIReporter never makes a view); stdout is never used.
 
+Tentative phases ("resolve", a solution's "action i/n"), where bad input is found, are held
+(in a pipe) until the work gets past them: a command refused for a misspelt backend prints
+its Error: and Hint: lines alone, as before, and a task that ends in them leaves no line.
+
 Why not rich's Live or Progress: they own the terminal while they run, so the warnings
 and infos cr prints meanwhile would have to go through them, and importing rich costs more
 than this whole line; a carriage return and an erase-to-end-of-line is all a phase needs.
@@ -56,10 +60,10 @@ def _short(task: str) -> tuple[str, str]:
 
 
 class _Open:
-    __slots__ = ("name", "detail", "expect_s", "max_s", "since", "began")
+    __slots__ = ("name", "detail", "expect_s", "max_s", "since", "began", "real")
 
     def __init__(self, began: float):
-        self.began = began
+        self.began, self.real = began, False
         self.name, self.detail, self.expect_s, self.max_s, self.since = "", "", None, None, began
 
 
@@ -71,6 +75,7 @@ class PhaseView:
         self.open: dict[str, _Open] = {}  # task -> its current phase, in the order the tasks began
         self._lock = threading.RLock()
         self._shown = False  # a live line is on the terminal
+        self._pending: list[tuple[str, str]] = []  # pipe: tentative phases' lines, held until work gets past them
         self._ticker: threading.Thread | None = None
 
     def _stream(self):
@@ -95,15 +100,27 @@ class PhaseView:
             now = self.clock()
             if name is None:
                 state = self.open.pop(task, None)
-                took = f" in {_s(now - state.began)}" if state is not None else ""
+                self._pending = [(t, line) for t, line in self._pending if t != task]
                 self._clear()
-                self._write(f"{task}: {detail or 'done'}{took}\n")
+                if state is not None and state.real:  # work that ended in a tentative phase leaves no line
+                    self._write(f"{task}: {detail or 'done'} in {_s(now - state.began)}\n")
                 self._draw()
                 return
             state = self.open.get(task) or self.open.setdefault(task, _Open(now))
             state.name, state.detail, state.expect_s, state.max_s, state.since = clean(name), detail, expect_s, max_s, now
+            tentative = state.name == "resolve" or state.name.startswith("action ")
+            if not tentative:
+                for t in self.open.values():  # the work got past its checks: every open task is real now
+                    t.real = True
             if not self.tty:
-                self._write(f"{task}: {state.name}{f' ({detail})' if detail else ''}{limits(expect_s, max_s)}\n")
+                line = f"{task}: {state.name}{f' ({detail})' if detail else ''}{limits(expect_s, max_s)}\n"
+                if tentative:
+                    self._pending.append((task, line))
+                    return
+                for _, held in self._pending:
+                    self._write(held)
+                self._pending = []
+                self._write(line)
                 return
             self._draw()
             if self._ticker is None or not self._ticker.is_alive():

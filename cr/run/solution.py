@@ -471,8 +471,6 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
     command that installs it. When the store does not take a result, every action still
     runs, then NotStored carries all the records.
     """
-    from dataclasses import replace
-
     from .target import prepare
 
     sol = catalog.show(ref, verify=False)
@@ -505,6 +503,18 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
     records, unstored = [], []
     acts = declared(sol["meta"], only)
     task = f"solution {sol['ref']}"
+    try:
+        _run_each(sol, acts, task, base, lock_file, kw, overrides, output_dir, store, install, records, unstored)
+    finally:
+        reporter().phase(task, None, f"{len(records)} action(s) run")
+    if unstored:
+        raise NotStored.combine(unstored, records)
+    return records
+
+
+def _run_each(sol, acts, task, base, lock_file, kw, overrides, output_dir, store, install, records, unstored) -> None:
+    from dataclasses import replace
+
     for i, act in enumerate(acts):
         reporter().phase(task, f"action {i + 1}/{len(acts)} {act['action']}")
         out = Path(output_dir) / f"{act['action']}-{i}.json" if output_dir else None
@@ -519,10 +529,6 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
             unstored.append(exc)
             record = exc.records[0]
         records.append(record)
-    reporter().phase(task, None, f"{len(records)} action(s) run")
-    if unstored:
-        raise NotStored.combine(unstored, records)
-    return records
 
 
 def own_stack(sol: dict, target, kw: dict) -> bool:
