@@ -245,6 +245,10 @@ def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, runni
     if job is None or run.is_final(job):
         return False
     name = msg.get("worker") if isinstance(msg.get("worker"), str) else None
+    if op == "event":
+        if isinstance(msg.get("text"), str):
+            run.event(job, name, msg["text"])
+        return False
     if op == "started":
         if run.outcomes.get(job.id, {}).get("state") == "running":
             # started again before the loss of the attempt before was told: that attempt ended

@@ -160,11 +160,23 @@ class _Progress:
         self.quiet = quiet
         self.run = run_ref
         self._at = 0.0
+        self.said = ""  # the latest event of a worker
 
     def __call__(self, kind, job, info) -> None:
         if self.quiet or self.run.get("run") is None:
             return
         line = self.run["run"].progress.line()
+        if kind == "event":  # what a worker says it is doing (cr.campaign.worker.Forward)
+            said = output.clean(f"{info.get('worker') or '?'}: {info.get('text')}")
+            if not self.tty:
+                click.echo(f"{said}  [job {job.id}]", err=True)
+                return
+            self.said = said
+        if self.said and self.tty:
+            import shutil
+
+            width = shutil.get_terminal_size((100, 24)).columns - 1
+            line = f"{line} | {self.said}"[:width]
         if kind in ("done", "failed", "unplaceable", "skipped", "retry") and not self.tty:
             what = info.get("reason") or (info.get("error") or {}).get("message") if isinstance(info.get("error"), dict) else info.get("reason") or info.get("error")
             click.echo(f"{kind}: {job.solution.split(':', 1)[-1]} on {job.platform} [{job.setting}]"
@@ -396,13 +408,20 @@ def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls
     unique = not name
     name = name or socket.gethostname()
 
+    joined = {"name": name}
+
+    def log(line: str) -> None:  # one line per job (start; end with status and duration): the worker's log
+        click.echo(f"{time.strftime('%H:%M:%S')} worker {joined['name']}: {output.clean(line)}")
+        sys.stdout.flush()
+
     def ready(where, res, name):
+        joined["name"] = name
         labels = ", ".join(f"{k}={int(v)}" for k, v in res.items() if k in ("benchmark", "gpu"))
         caps = ", ".join(k for k in res if k not in ("benchmark", "gpu"))
         click.echo(f"worker {name} joined {where} (listening nowhere): {labels}; capabilities {caps}")
         sys.stdout.flush()
 
     try:
-        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure, unique=unique)
+        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure, unique=unique, log=log)
     except KeyboardInterrupt:
         click.echo("worker stopped", err=True)

@@ -132,11 +132,13 @@ class CLIReporter(Reporter):
             self._seen.add(message)
             from ..textsafe import shown
 
+            self._clear_phases()
             warn(shown(message))  # a warning quotes probe outputs, file names, framework messages
 
     def info(self, message: str) -> None:
         if not self.quiet:
             self._end_progress()
+            self._clear_phases()
             from ..textsafe import shown
 
             echo("\n".join(shown(line) for line in message.split("\n")), err=True)
@@ -166,3 +168,20 @@ class CLIReporter(Reporter):
         if self._progress_task is not None:
             echo("", err=True)
             self._progress_task = None
+
+    # Phases of long work (a benchmark's load, warm-up, steady; a solution's actions): cr.cli.progress.
+    _phases = None
+
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        if self.quiet:
+            return
+        if self._phases is None:
+            from .progress import PhaseView
+
+            self._phases = PhaseView()
+        self._end_progress()
+        self._phases.phase(task, name, detail, expect_s, max_s)
+
+    def _clear_phases(self) -> None:
+        if self._phases is not None:
+            self._phases.clear()

@@ -20,6 +20,7 @@ from ...errors import CRError
 from ..backends.base import check_inputs
 from ..datasets import DatasetInputs, Sample
 from .. import tasks
+from .. import progress
 from .common import as_list, fixed_batch, load_dataset, open_backend, postprocess, preprocess
 
 DEFAULT_BATCH = 32
@@ -426,6 +427,7 @@ def validate(job: dict) -> dict:
                               params.get("batch_size"), names)
         else:
             dataset = load_dataset(job, limit=params.get("limit"), need=None if keep else _need(task))
+            progress.mark("accuracy pass", samples=len(dataset.samples))
             rows = _infer(opened, dataset.samples, params.get("batch_size"), names)
         expected = dict(opened.meta.get("expected") or {})
         labelled = dataset is not None and (dataset.has_boxes if detection else dataset.has_targets(tasks.TARGETS[task])
