@@ -164,13 +164,13 @@ class SlurmExecutor(Executor):
                 said = ", ".join(f"{j} {s}" for j, s in sorted(waiting.items())) or "none is queued any more"
                 raise CRError(f"no cr worker joined within {self.timeout:g} s of submitting {len(self.submitted)} Slurm "
                               f"job(s) ({said})",
-                              hint="check squeue for why they wait; raise --timeout; check that -E command starts cr on "
+                              hint="check squeue for why they wait; raise --timeout; check that -E command starts reefkit's worker on "
                                    "the nodes (-E output=/tmp/cr-worker-%j.out keeps what the workers print)")
             if now >= next_poll:
                 next_poll = now + POLL_S
                 if not slurm.states(self.submitted) and not ours():
                     raise CRError(f"the {len(self.submitted)} Slurm worker job(s) ended before their cr worker joined",
-                                  hint="check that cr is installed on the nodes (-E command=PATH/TO/cr) and that they "
+                                  hint="check that reefkit is installed on the nodes (-E command=PATH/TO/cr) and that they "
                                        "reach the scheduler; -E output=/tmp/cr-worker-%j.out keeps what they print")
             session.next(min(0.5, max(0.0, deadline - now)))
 
