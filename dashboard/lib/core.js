@@ -40,7 +40,8 @@
     filters: { task: "", dataset: "", name: "", backend: "", platform: "", precision: "", scenario: "", config: "", q: "" },
     sort: { col: null, dir: 1 }, page: 0, pageSize: 100, selected: new Set(),
     paretoX: null, paretoLog: true, charts: [], token: 0, view: null,
-    cache: null, rowsByKey: null, partial: {}
+    cache: null, rowsByKey: null, partial: {},
+    showHidden: false  // the leaderboard lists failed and figure-less rows too (views/leaderboard.js)
   };
 
   // ---------------------------------------------------------------- ordered tables
