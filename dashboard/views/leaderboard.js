@@ -82,10 +82,17 @@
     return COLUMNS.all().filter(function (c) { return c.num && !NOT_FIGURES[c.id]; });
   }
   // A row behind the toggle: one that failed, or one with no figure in any number column.
+  // Kept on the row (rows never change), so sorting and filtering again costs a property read.
   function isHidden(r, figures) {
-    if (r.error || r.bench_status === "failed" || r.validate_status === "failed") return true;
-    for (var i = 0; i < figures.length; i++) if (isNum(r[figures[i].id])) return false;
-    return true;
+    if (r._hidden === undefined) {
+      var hidden = !!r.error || r.bench_status === "failed" || r.validate_status === "failed";
+      if (!hidden) {
+        hidden = true;
+        for (var i = 0; i < figures.length; i++) if (isNum(r[figures[i].id])) { hidden = false; break; }
+      }
+      r._hidden = hidden;
+    }
+    return r._hidden;
   }
   // The filtered, sorted rows split in two (order kept within each): those with figures, and
   // the failed or figure-less ones, which follow when shown.
@@ -98,7 +105,7 @@
     }
     return split;
   }
-  C.leaderboardHidden = function (r) { return isHidden(r, figureColumns()); };
+  C.leaderboardSplit = splitRows;
 
   function visibleColumns() {
     return COLUMNS.all().filter(function (c) {
