@@ -255,7 +255,7 @@ def test_pareto_latency_axes_hold_one_definition_named_in_the_title(sized, store
     assert "per sample" in info["x"]["title"] and "per batch" not in info["x"]["title"]
     assert {index[i]["query_samples"] for i in info["rows"]} == {1}
     assert {index[i]["scenario"] for i in info["rows"]} == {"single-stream"}
-    assert "measured latency per batch" in pg.locator("#pareto-note").inner_text()
+    assert "(2 of them measure latency per batch: choose Latency: per batch)" in pg.locator("#pareto-note").inner_text()
     pg.screenshot(path=str(pg.shots / f"pareto-sample-{pg.size[0]}.png"), full_page=True)
     pg.select_option("[data-control=latency]", "batch")
     _wait(pg, "() => document.getElementById('pareto').getAttribute('data-latency') === 'batch'")

@@ -44,9 +44,9 @@
   // samples_per_query= in multi-stream) instead; a row with neither is left out and counted.
   var LATENCY_KINDS = {
     sample: { label: "per sample", title: "p50 latency per sample (ms, queries of 1 sample; lower is better)",
-              what: "a per-sample p50 latency (its queries hold batches: choose Latency: per batch)" },
+              what: "a per-sample p50 latency" },
     batch: { label: "per batch", title: "p50 latency per batch (ms per query of several samples; lower is better)",
-             what: "a per-batch p50 latency (its queries hold one sample: choose Latency: per sample)" }
+             what: "a per-batch p50 latency" }
   };
   function querySamples(r) {
     if (isNum(r.query_samples) && r.query_samples >= 1) return r.query_samples;
@@ -266,9 +266,11 @@
         box.setAttribute("data-drawn", drawn);
         box.setAttribute("data-plot", plot.id);
         box.setAttribute("data-latency", plot.x.kind || plot.y.kind || "");
-        var otherKind = 0;
+        var otherKind = 0;  // rows the other latency definition would plot
         if (plot.x.latency || plot.y.latency) {
-          rows.forEach(function (r) { var k = latencyKind(r); if (k && k !== S.paretoLatency && MEASURES.p50.get(r) !== null) otherKind++; });
+          var other = S.paretoLatency === "sample" ? "batch" : "sample", base = plotById(plot.id) || plotById("latency");
+          var ox = ofKind(base.x, other), oy = ofKind(base.y, other);
+          rows.forEach(function (r) { if (ox.get(r) !== null && oy.get(r) !== null) otherKind++; });
         }
         box.setAttribute("data-frontiers", frontiers.length);
         hook.paretoPoints = count;
@@ -276,7 +278,7 @@
         note.textContent = fmtInt(count) + (count === 1 ? " point" : " points") + (missing ? "; " + fmtInt(missing) +
           (missing === 1 ? " row is" : " rows are") + " left out because " + (missing === 1 ? "it lacks " : "they lack ") +
           plot.x.what + " or " + plot.y.what + " that can be drawn" : "") +
-          (otherKind ? " (" + fmtInt(otherKind) + " of them measured latency " + (S.paretoLatency === "sample" ? "per batch" : "per sample") +
+          (otherKind ? " (" + fmtInt(otherKind) + " of them measure latency " + (S.paretoLatency === "sample" ? "per batch" : "per sample") +
             ": choose Latency: " + (S.paretoLatency === "sample" ? "per batch" : "per sample") + ")" : "") +
           ". Lines: the Pareto frontier of each " +
           (plot.accuracy ? "task, dataset and platform" : "task, scenario and platform") + " joins the points no other point of " +
