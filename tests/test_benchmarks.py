@@ -52,10 +52,11 @@ TINY = {
     "bench_tune.py": ["--seeds", "0", "--threads", "1", "--batch", "1,8", "--budget", "2", "--min-duration", "0.05",
                       "--json", "{tmp}/out.json"],
     "dashboard_screens.py": ["--results", "{records}", "--out", "{tmp}/img"],
+    "bench_firstview.py": ["--results", "400", "--rounds", "2", "--json", "{tmp}/out.json"],
 }
 # scripts whose product is files (under {tmp}) rather than a printed table
 PRODUCES = {"dashboard_screens.py": ["img/dashboard-leaderboard.png", "img/dashboard-pareto.png"]}
-NEEDS_CHROMIUM = {"dashboard_screens.py", "bench_compare_agree.py"}
+NEEDS_CHROMIUM = {"dashboard_screens.py", "bench_compare_agree.py", "bench_firstview.py"}
 
 
 def test_every_benchmark_has_a_tiny_mode():
