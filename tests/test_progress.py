@@ -176,6 +176,27 @@ def test_phase_view_on_a_terminal_line_names_the_phase_and_what_is_left():
     assert view.line() == "solution s: action 1/2 benchmark 12 s"
 
 
+def test_a_local_campaign_line_and_its_job_phases_share_one_terminal_line():
+    """A campaign on the local executor: its counts and the running job's phase are one live
+    line (they overwrote each other when both wrote their own); ending the campaign takes its
+    part off."""
+    from cr.cli.progress import PhaseView
+
+    now = [0.0]
+    out = io.StringIO()
+    view = PhaseView(out, tty=True, clock=lambda: now[0])
+    view.set_status("sweep: 2/4 done, ETA 9 s")
+    assert view.line() == "sweep: 2/4 done, ETA 9 s"
+    view.phase("benchmark solution:s@1.0.0", "steady", expect_s=4.0)
+    now[0] += 1
+    assert view.line() == "sweep: 2/4 done, ETA 9 s | benchmark s: steady 1.0 s, ETA 3.0 s"
+    drawn = out.getvalue().rsplit("\r", 1)[-1]
+    assert drawn.startswith("sweep: 2/4 done") and "benchmark s: steady" in drawn  # one line holds both
+    view.phase("benchmark solution:s@1.0.0", None, "ok")
+    view.set_status(None)
+    assert view.line() == "" and out.getvalue().endswith("\r\x1b[K")
+
+
 def test_phase_view_in_a_pipe_writes_each_phase_once():
     from cr.cli.progress import PhaseView
 

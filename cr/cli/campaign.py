@@ -183,15 +183,27 @@ class _Progress:
                        + (f" ({info.get('worker')})" if info.get("worker") else "") + (f": {what}" if what else "") + f"  | {line}", err=True)
         elif self.tty and (time.monotonic() - self._at > 0.1 or kind != "started"):
             self._at = time.monotonic()
-            click.echo("\r" + line + "\x1b[K", err=True, nl=False)
             from ..events import reporter
 
             rep = reporter()
-            if hasattr(rep, "_progress_task"):  # the CLI's reporter ends this line before it prints a message
-                rep._progress_task = "campaign"
+            if callable(getattr(rep, "status", None)):
+                # the CLI's live line: the campaign's counts first, then the phase of the job running
+                # here (the local executor), so the two share one line instead of overwriting each other
+                self._via, self._last = rep, line
+                rep.status(line)
+                return
+            click.echo("\r" + line + "\x1b[K", err=True, nl=False)
+            self._drawn = True
+
+    _via = None
+    _last = ""
+    _drawn = False
 
     def end(self) -> None:
-        if self.tty and not self.quiet:
+        if self._via is not None:
+            self._via.status(None)
+            click.echo(self._last, err=True)  # the campaign's last counts stay on the terminal
+        elif self.tty and not self.quiet and self._drawn:
             click.echo("", err=True)
 
 

@@ -182,6 +182,17 @@ class CLIReporter(Reporter):
         self._end_progress()
         self._phases.phase(task, name, detail, expect_s, max_s)
 
+    def status(self, text: str | None) -> None:
+        """A run's summary line at the head of the live phase line (a terminal only; None ends it)."""
+        if self.quiet or not sys.stderr.isatty():
+            return
+        if self._phases is None:
+            from .progress import PhaseView
+
+            self._phases = PhaseView()
+        self._end_progress()
+        self._phases.set_status(text)
+
     def _clear_phases(self) -> None:
         if self._phases is not None:
             self._phases.clear()

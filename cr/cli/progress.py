@@ -77,6 +77,7 @@ class PhaseView:
         self._shown = False  # a live line is on the terminal
         self._pending: list[tuple[str, str]] = []  # pipe: tentative phases' lines, held until work gets past them
         self._ticker: threading.Thread | None = None
+        self.status = ""  # a whole run's own line (a campaign's counts and ETA), shown before the phases
 
     def _stream(self):
         return self.stream or sys.stderr
@@ -123,16 +124,35 @@ class PhaseView:
                 self._write(line)
                 return
             self._draw()
-            if self._ticker is None or not self._ticker.is_alive():
-                self._ticker = threading.Thread(target=self._tick, daemon=True, name="cr-progress")
-                self._ticker.start()
+            self._start_ticker()
+
+    def _start_ticker(self) -> None:
+        if self.tty and (self._ticker is None or not self._ticker.is_alive()):
+            self._ticker = threading.Thread(target=self._tick, daemon=True, name="cr-progress")
+            self._ticker.start()
+
+    def set_status(self, text: str | None) -> None:
+        """A run's own summary (a campaign's "3/8 done, ETA 40 s") at the head of the live line, so a
+        local campaign's job phases and its counts share one line instead of overwriting each other.
+        None or "" takes it off."""
+        from ..textsafe import shown as clean
+
+        with self._lock:
+            self.status = clean(text or "")
+            if not self.status and not self.open:
+                self._clear()
+                return
+            self._draw()
+            self._start_ticker()
 
     def line(self) -> str:
-        """The live line: each open task's phase, the innermost with elapsed time and ETA."""
+        """The live line: the run's status, then each open task's phase, the innermost with
+        elapsed time and ETA."""
         with self._lock:
             now = self.clock()
             items = list(self.open.items())
-        parts, seen = [], set()
+            status = self.status
+        parts, seen = ([status] if status else []), set()
         for i, (task, st) in enumerate(items):
             verb, ref = _short(task)
             text = f"{verb if ref in seen else f'{verb} {ref}'}: {st.name}{f' ({st.detail})' if st.detail else ''}"
@@ -145,7 +165,7 @@ class PhaseView:
         return " | ".join(parts)
 
     def _draw(self) -> None:
-        if not self.tty or not self.open:
+        if not self.tty or not (self.open or self.status):
             return
         import shutil
 
@@ -170,6 +190,6 @@ class PhaseView:
         while True:
             time.sleep(TICK_S)
             with self._lock:
-                if not self.open:
+                if not self.open and not self.status:
                     return
                 self._draw()
