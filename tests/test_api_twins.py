@@ -187,6 +187,20 @@ def test_profile_twin_gives_the_record_the_cli_prints(run_cr):
     assert cr.results_list() == []  # store=False, as --no-store
 
 
+def test_a_failed_profile_is_runfailed_with_the_clis_words_and_the_record(run_cr):
+    done = run_cr("profile", *LENET, "--backend", "onnxruntime", "--samples", "3", "--timeout", "0.05", "--json")
+    printed = json.loads(done.stdout)
+    assert done.returncode == 1 and printed["status"] == "failed"
+    with pytest.raises(cr.RunFailed) as info:
+        cr.profile("model:lenet-digits", backend="onnxruntime", samples=3, timeout_s=0.05)
+    assert isinstance(info.value, CRError)
+    assert f"Error: {info.value.message}" in done.stderr and f"Hint: {info.value.hint}" in done.stderr
+    kept = info.value.result  # nothing lost: the record the CLI printed before its Error line
+    assert kept["status"] == "failed" and sorted(kept) == sorted(printed)
+    assert kept["error"]["message"] == printed["error"]["message"]
+    assert {r["uid"] for r in cr.results_list(action="profile")} == {kept["uid"], printed["uid"]}  # both stored
+
+
 def test_env_exec_runs_in_the_environment_the_cli_builds(run_cr):
     code = ("import json, os, sys; print(json.dumps({k: os.environ.get(k) for k in ('CR_LOCK_ROOT', 'PYTHONPATH', 'PATH')}));"
             " sys.exit(3)")
