@@ -77,6 +77,8 @@ _EXPORTS = {
     "reproduce": "cr.run.reproduce:reproduce",
     "pack": "cr.archive:pack",
     "unpack": "cr.archive:unpack",
+    "pack_solution": "cr.run.packing:pack_solution",  # cr.pack + the reference results, the summary
+    "unpack_archive": "cr.run.packing:unpack_archive",  # cr.unpack + the pins checked here
     # campaigns: solutions x settings x platforms, here or on a Dask cluster
     "expand_campaign": "cr.campaign.runner:expand_campaign",
     "run_campaign": "cr.campaign.runner:run_campaign",
@@ -109,7 +111,7 @@ CLI_TWINS = {
     "benchmark": ("benchmark", "run_solution"), "validate": ("validate", "parity", "run_solution"),
     "run": ("predict", "stream", "run_solution"),  # cr run MODEL --stream SRC -> stream
     "do": "run_action", "profile": "profile", "compile": "compile_model",
-    "init": ("init_solution", "create_solution"), "reproduce": "reproduce", "pack": "pack", "unpack": "unpack",
+    "init": ("init_solution", "create_solution"), "reproduce": "reproduce", "pack": "pack_solution", "unpack": "unpack_archive",
     "results list": "results_list", "results show": "results_show", "results compare": "compare",
     "results pareto": "results_pareto", "results export": "results_export", "results rm": "results_rm",
     "results add": "results_add", "results reindex": "results_reindex", "gate": ("gate", "gate_published"), "tune": "tune_model",

@@ -215,6 +215,21 @@ def test_env_exec_runs_in_the_environment_the_cli_builds(run_cr):
     assert done.returncode == 1 and f"Error: {info.value.message}" in done.stderr
 
 
+def test_pack_and_unpack_twins_give_the_clis_summaries(run_cr, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ref = "solution:lenet-digits-onnxruntime"
+    printed = _json(run_cr("pack", ref, "-o", tmp_path / "a", "--no-results", "--json"))
+    summary = cr.pack_solution(ref, tmp_path / "b", stored_results=False)
+    assert Path(summary["archive"]).parent == tmp_path / "b" and Path(printed["archive"]).parent == tmp_path / "a"
+    # deterministic bytes: the same archive, so the same summary but where it was written
+    assert {**summary, "archive": None} == {**printed, "archive": None} and summary["sha256"] == printed["sha256"]
+    info = cr.unpack_archive(summary["archive"], into=tmp_path / "unpacked")
+    assert info["solution"] == printed["solution"] and not info["reused"]
+    again = _json(run_cr("unpack", summary["archive"], "--into", tmp_path / "unpacked", "--json"))
+    assert again == {**info, "reused": True, "unregistered": again["unregistered"]}  # unpacked once: nothing to do
+
+
 @pytest.fixture
 def frames(tmp_path) -> Path:
     """Two real photographs (scikit-image's astronaut and cat) as a folder of frames."""
