@@ -12,7 +12,7 @@ from .errors import CRError
 # the same names as cr.api.__all__ but "resolve", which on this package is the subpackage cr.resolve
 # (the import system sets it as an attribute once it is imported): cr.resolve_ref is that function.
 _API_NAMES = frozenset({
-    "CheckReport", "Component", "FileCheck", "RunFailed", "benchmark", "build_dashboard", "campaign_status", "check",
+    "CheckReport", "Component", "FileCheck", "RunFailed", "benchmark", "build_dashboard", "campaign_report", "campaign_show", "campaign_status", "check",
     "compare", "compile_model", "component_sha256", "create_solution", "detect", "detect_platform", "env_exec", "env_for",
     "env_list", "env_rm", "env_show", "expand_campaign", "find", "gate", "gate_published", "init_solution", "install", "install_missing",
     "lock", "matching", "new", "open_index", "pack", "pack_solution", "parity", "predict", "profile", "publish_git", "publish_upload",

@@ -83,6 +83,8 @@ _EXPORTS = {
     "expand_campaign": "cr.campaign.runner:expand_campaign",
     "run_campaign": "cr.campaign.runner:run_campaign",
     "campaign_status": "cr.campaign.runner:campaign_status",
+    "campaign_show": "cr.campaign.calls:campaign_show",
+    "campaign_report": "cr.campaign.calls:campaign_report",
     # results and the dashboard
     "result_store": "cr.results.store:default_store",
     "results_list": "cr.results.queries:results_list",
@@ -116,7 +118,7 @@ CLI_TWINS = {
     "results pareto": "results_pareto", "results export": "results_export", "results rm": "results_rm",
     "results add": "results_add", "results reindex": "results_reindex", "gate": ("gate", "gate_published"), "tune": "tune_model",
     "campaign new": "new",  # cr.new("campaign", NAME, fields={"solutions": [...]})
-    "campaign show": "expand_campaign", "campaign run": "run_campaign", "campaign status": "campaign_status",
+    "campaign show": "campaign_show", "campaign run": "run_campaign", "campaign status": "campaign_report",
     "dashboard build": "build_dashboard", "publish": ("publish_git", "publish_upload"),
 }
 

@@ -230,6 +230,21 @@ def test_pack_and_unpack_twins_give_the_clis_summaries(run_cr, tmp_path):
     assert again == {**info, "reused": True, "unregistered": again["unregistered"]}  # unpacked once: nothing to do
 
 
+def test_campaign_show_and_status_twins_equal_their_json(run_cr):
+    made = _json(run_cr("campaign", "new", "sweep", "--solution", "solution:lenet-digits-onnxruntime", "--json"))
+    assert made["ref"].startswith("campaign:sweep")
+    for jobs in (False, True):
+        printed = _json(run_cr("campaign", "show", "sweep", *(["--jobs"] if jobs else []), "--json"))
+        assert _data(cr.campaign_show("sweep", jobs=jobs)) == printed
+    rows = cr.campaign_report("sweep")
+    assert _data(rows) == _json(run_cr("campaign", "status", "sweep", "--json"))
+    assert rows and {r["state"] for r in rows} == {"pending"}  # nothing ran yet
+    with pytest.raises(CRError) as info:
+        cr.campaign_report("no-such-campaign")
+    done = run_cr("campaign", "status", "no-such-campaign")
+    assert done.returncode == 1 and f"Error: {info.value.message}" in done.stderr
+
+
 @pytest.fixture
 def frames(tmp_path) -> Path:
     """Two real photographs (scikit-image's astronaut and cat) as a folder of frames."""
