@@ -14,7 +14,7 @@ from .errors import CRError
 _API_NAMES = frozenset({
     "CheckReport", "Component", "FileCheck", "RunFailed", "benchmark", "build_dashboard", "campaign_report", "campaign_show", "campaign_status", "check",
     "compare", "compile_model", "component_sha256", "create_solution", "detect", "detect_platform", "env_exec", "env_for",
-    "env_list", "env_rm", "env_show", "expand_campaign", "find", "gate", "gate_published", "init_solution", "install", "install_missing",
+    "env_list", "env_rm", "env_show", "expand_campaign", "export_campaign", "export_solution", "find", "gate", "gate_published", "init_solution", "install", "install_missing",
     "lock", "matching", "new", "open_index", "pack", "pack_solution", "parity", "predict", "profile", "publish_git", "publish_upload",
     "rehash", "repo_add", "repo_init", "repo_list", "repo_pull", "repo_rm", "repo_trust", "repo_untrust", "repo_update",
     "reproduce", "resolve_ref", "result_store", "results_add", "results_export", "results_list", "results_pareto",

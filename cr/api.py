@@ -77,6 +77,8 @@ _EXPORTS = {
     "reproduce": "cr.run.reproduce:reproduce",
     "pack": "cr.archive:pack",
     "unpack": "cr.archive:unpack",
+    "export_solution": "cr.export.image:export_solution",  # an OCI image of a locked solution
+    "export_campaign": "cr.export.k8s:export_campaign",  # Kubernetes manifests of a campaign
     "pack_solution": "cr.run.packing:pack_solution",  # cr.pack + the reference results, the summary
     "unpack_archive": "cr.run.packing:unpack_archive",  # cr.unpack + the pins checked here
     # campaigns: solutions x settings x platforms, here or on a Dask cluster
@@ -119,6 +121,7 @@ CLI_TWINS = {
     "results add": "results_add", "results reindex": "results_reindex", "gate": ("gate", "gate_published"), "tune": "tune_model",
     "campaign new": "new",  # cr.new("campaign", NAME, fields={"solutions": [...]})
     "campaign show": "campaign_show", "campaign run": "run_campaign", "campaign status": "campaign_report",
+    "export solution": "export_solution", "export campaign": "export_campaign",
     "dashboard build": "build_dashboard", "publish": ("publish_git", "publish_upload"),
 }
 

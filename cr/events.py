@@ -18,6 +18,13 @@ class Reporter:
     def progress(self, task: str, done: int, total: int | None) -> None:
         """Progress of long work; total is None when unknown."""
 
+    def phase(self, task: str, name: str | None, detail: str = "", expect_s: float | None = None,
+              max_s: float | None = None) -> None:
+        """Long work (task: "benchmark solution:lenet-digits-onnxruntime") entered phase name
+        ("resolve", "load", "warm-up", "steady", "action 1/2 benchmark"); detail: a few words
+        more; expect_s / max_s: how long the phase should last and may last at most, from
+        the run's own limits (None: unknown). name None: the task ended (detail: how)."""
+
 
 class CollectingReporter(Reporter):
     """Keeps warnings and infos in lists; handy in tests and in the library API."""
@@ -25,6 +32,7 @@ class CollectingReporter(Reporter):
     def __init__(self) -> None:
         self.warnings: list[str] = []
         self.infos: list[str] = []
+        self.phases: list[tuple[str, str | None, str]] = []  # (task, phase, detail)
 
     def warning(self, message: str) -> None:
         self.warnings.append(message)
@@ -32,13 +40,42 @@ class CollectingReporter(Reporter):
     def info(self, message: str) -> None:
         self.infos.append(message)
 
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        self.phases.append((task, name, detail))
+
 
 _current: Reporter = Reporter()
+_local = None  # threading.local() once a thread has a reporter of its own (for_this_thread)
 
 
 def reporter() -> Reporter:
-    """The reporter in force for this process."""
+    """The reporter in force for this thread: its own (for_this_thread), else the process's."""
+    if _local is not None:
+        own = getattr(_local, "reporter", None)
+        if own is not None:
+            return own
     return _current
+
+
+class for_this_thread:
+    """with for_this_thread(rep): events of this thread go to rep (a campaign worker runs
+    several jobs in threads, each forwarding its own events to its coordinator)."""
+
+    def __init__(self, rep: Reporter) -> None:
+        self.rep = rep
+
+    def __enter__(self):
+        global _local
+        if _local is None:
+            import threading
+
+            _local = threading.local()
+        self._old = getattr(_local, "reporter", None)
+        _local.reporter = self.rep
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _local.reporter = self._old
 
 
 def set_reporter(new: Reporter) -> Reporter:
@@ -59,6 +96,9 @@ class _WithoutInfo(Reporter):
 
     def progress(self, task: str, done: int, total: int | None) -> None:
         self.inner.progress(task, done, total)
+
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        self.inner.phase(task, name, detail, expect_s, max_s)
 
 
 class quiet_info:

@@ -9,7 +9,7 @@
  *
  * Routes: "#/<view id>[/<argument>]", today #/leaderboard, #/pareto, #/result/<uid>,
  * #/compare/<uid>,<uid>[,...], #/campaign[/<name>], #/study[/<name>]; an empty hash is the leaderboard.
- * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, paretoPoints, pareto, campaign, study, errors).
+ * Test hook: window.CR_DASHBOARD (ready, view, rowsTotal, rowsShown, rowsHidden (behind the toggle), paretoPoints, pareto, campaign, study, errors).
  */
 (function () {
   "use strict";

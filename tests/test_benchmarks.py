@@ -30,15 +30,20 @@ TINY = {
     "bench_dashboard.py": ["--sizes", "200", "--work", "{tmp}/work", "--json", "{tmp}/out.json"],
     "bench_emulation.py": ["{records}", "{emulated}", "--json", "{tmp}/out.json"],
     "bench_gate.py": ["--pairs", "2", "--queries", "100", "--rounds", "1", "--json", "{tmp}/out.json"],
+    "bench_image.py": ["--rounds", "1", "--seconds", "0.2", "--json", "{tmp}/out.json"],
     "bench_harness.py": ["--queries", "2000", "--warmup", "10", "--runs", "1"],
+    "bench_hints.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "bench_init.py": ["--runs", "1"],
     "bench_jobenv.py": ["--tiny", "--rounds", "1", "--json", "{tmp}/out.json"],
     "bench_models.py": ["--only", "fidelity", "--models", "lenet-digits", "--rounds", "1", "--seconds", "0.2",
                         "--json", "{tmp}/out.json"],
     "bench_monitor.py": ["--pairs", "1", "--seconds", "0.3", "--json", "{tmp}/out.json"],
     "bench_payloads.py": ["--runs", "1", "--json", "{tmp}/out.json"],
+    "bench_progress.py": ["--rounds", "1", "--seconds", "0.2", "--before", "HEAD", "--json"],
     "bench_profile.py": ["--quick", "--no-tensorflow", "--samples", "5", "--repeats", "1", "--json", "{tmp}/out.json"],
     "bench_resolve.py": ["--runs", "1", "--graph", "20", "--json", "{tmp}/out.json"],
+    "bench_tables.py": ["--rows", "20", "--runs", "1", "--json", "{tmp}/out.json"],
+    "bench_slurm.py": ["--jobs", "2", "--rounds", "1", "--json", "{tmp}/out.json"],
     "bench_results.py": ["--results", "400", "--samples", "10", "--durable", "10", "--runs", "1",
                          "--json", "{tmp}/out.json"],
     "bench_store.py": ["--components", "300", "--runs", "1", "--new", "20", "--json", "{tmp}/out.json"],
@@ -48,10 +53,11 @@ TINY = {
                       "--json", "{tmp}/out.json"],
     "bench_twins.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "dashboard_screens.py": ["--results", "{records}", "--out", "{tmp}/img"],
+    "bench_firstview.py": ["--results", "400", "--rounds", "2", "--json", "{tmp}/out.json"],
 }
 # scripts whose product is files (under {tmp}) rather than a printed table
 PRODUCES = {"dashboard_screens.py": ["img/dashboard-leaderboard.png", "img/dashboard-pareto.png"]}
-NEEDS_CHROMIUM = {"dashboard_screens.py", "bench_compare_agree.py"}
+NEEDS_CHROMIUM = {"dashboard_screens.py", "bench_compare_agree.py", "bench_firstview.py"}
 
 
 def test_every_benchmark_has_a_tiny_mode():

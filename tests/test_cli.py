@@ -420,7 +420,7 @@ def test_plain_table_matches_the_rich_layout():
     from cr.cli.output import plain_table
 
     columns = ["REF", "REPO", "DESCRIPTION"]
-    cells = [["model:a@1.0.0", "local", "one"], ["dataset:long-name@10.0", "r", ""], ["x:y@1", "builtin", "three words here"]]
+    cells = [["model:a@1.0.0", "local", "one"], ["dataset:long-name@10.0", "r", "-"], ["x:y@1", "builtin", "three words here"]]
     t = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
     for i, col in enumerate(columns):
         width = max([len(col)] + [len(r[i]) for r in cells])
@@ -431,6 +431,8 @@ def test_plain_table_matches_the_rich_layout():
     Console(file=buf, width=200, color_system=None, highlight=False, soft_wrap=False).print(t)
     rich_lines = [ln.rstrip() for ln in buf.getvalue().splitlines()]
     assert plain_table(columns, cells).splitlines() == rich_lines
+    # an empty cell is '-' in a pipe (docs/output.md): the same lines
+    assert plain_table(columns, [r[:2] + ([""] if r[2] == "-" else r[2:]) for r in cells]).splitlines() == rich_lines
 
 
 def test_terminal_table_keeps_every_identifier_column(monkeypatch):

@@ -45,6 +45,8 @@ BELOW = {
     "cr.run": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive"},
     "cr.campaign": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive", "cr.run"},
     "cr.tune": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive", "cr.run"},
+    "cr.export": {"cr.store", "cr.platform", "cr.software", "cr.resolve", "cr.results", "cr.runtime", "cr.archive", "cr.run",
+                  "cr.campaign"},
 }
 
 

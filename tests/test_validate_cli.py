@@ -28,6 +28,13 @@ def _lenet_copy(tmp_path: Path, run_cr, **changes) -> None:
     assert run_cr("repo", "add", repo).returncode == 0
 
 
+def _error_line(stderr: str) -> str:
+    """The one Error: line of stderr (the run's progress lines come before it: docs/actions.md)."""
+    errors = [line for line in stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, stderr
+    return errors[0]
+
+
 def test_validate_passes_and_records_pipeline_dataset_and_variant(run_cr, tmp_path):
     out = tmp_path / "v.json"
     done = run_cr("validate", "model", "lenet-digits", "--backend", "onnxruntime", "-o", out)
@@ -73,7 +80,7 @@ def test_parity_of_onnxruntime_torch_and_tflite(run_cr, tmp_path):
     # the same run with no tolerance at all: the float differences make it diverge, clearly
     done = run_cr("validate", "model", "lenet-digits", "--parity", "onnxruntime,tflite", "--parity-atol", "0")
     assert done.returncode == 1
-    assert done.stderr.startswith("Error: backends diverge: onnxruntime vs tflite: max abs diff ")
+    assert _error_line(done.stderr).startswith("Error: backends diverge: onnxruntime vs tflite: max abs diff ")
 
 
 def test_parity_needs_two_backends(run_cr):
@@ -103,7 +110,7 @@ def test_dataset_without_labels_is_refused_by_validate(run_cr, tmp_path):
     np.savez(ds.parent / "x.npz", x=np.zeros((4, 64), np.float32))
     done = run_cr("validate", "model", "lenet-copy", "--backend", "onnxruntime", "--dataset", "dataset:unlabelled")
     assert done.returncode == 1
-    assert done.stderr.splitlines()[0] == "Error: dataset:unlabelled@1.0.0 has no labels, so accuracy cannot be measured on it"
+    assert _error_line(done.stderr) == "Error: dataset:unlabelled@1.0.0 has no labels, so accuracy cannot be measured on it"
     # cr run still shows predictions for it
     done = run_cr("run", "model", "lenet-copy", "--backend", "onnxruntime", "--dataset", "dataset:unlabelled", "--json")
     assert done.returncode == 0, done.stderr

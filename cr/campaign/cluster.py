@@ -8,12 +8,14 @@ TLS), not Dask's: nothing a peer sends is unpickled, imported or called, by the 
 a worker or the coordinator. What each side may say is fixed by the role it announced
 when it connected, and everything else ends the connection:
 
-    worker -> scheduler       hello {role: worker, name, info, resources}; result {key, outcome} + latencies
+    worker -> scheduler       hello {role: worker, name, info, resources}; result {key, outcome} + latencies;
+                              event {key, text} (what a running job is doing)
     scheduler -> worker       job {key, payload} + the solution's archive bytes
     coordinator -> scheduler  hello {role: coordinator}; archive {sha256} + bytes;
                               submit {jobs: [{key, job, kind, sha256, needs, workers, retries}]}; cancel {keys}
     scheduler -> coordinator  workers {name: {resources, info}}; started {key, worker, attempt};
-                              result {key, worker, outcome} + latencies; lost {key, worker, attempt, retry}
+                              result {key, worker, outcome} + latencies; lost {key, worker, attempt, retry};
+                              event {key, worker, text}
 
 The scheduler keeps the queue and the workers' free slots (cr.campaign.placement's
 resources: ``benchmark`` = 1, ``gpu`` = the GPUs, one label per capability) and sends a
@@ -41,6 +43,7 @@ from .link import (INSECURE_FLAG, Link, LinkError, Tls, accept, address, check_p
 
 __all__ = ["address", "security", "serve_scheduler", "serve_worker", "Scheduler", "INSECURE_FLAG"]
 MAX_NAME = 200
+MAX_EVENT = 300  # characters of a worker's event text
 
 
 def _number(v) -> bool:
@@ -153,6 +156,9 @@ class Scheduler:
             self._dispatch()
             while True:
                 msg, blobs = link.recv()
+                if msg.get("op") == "event":
+                    self._event(peer, msg)
+                    continue
                 if msg.get("op") != "result":
                     raise LinkError(f"worker {name} sent {str(msg.get('op'))[:40]!r}")
                 self._result(peer, msg, blobs)
@@ -178,6 +184,16 @@ class Scheduler:
         self._send(job.session, {"op": "result", "key": job.key, "worker": peer.name, "outcome": outcome,
                                  "latencies": msg.get("latencies")}, blobs)
         self._dispatch()
+
+    def _event(self, peer: _Peer, msg: dict) -> None:
+        """What a worker says about a job it runs, passed to that job's coordinator only
+        (text, cut to MAX_EVENT characters; about a job it was not sent: dropped)."""
+        key, text = msg.get("key"), msg.get("text")
+        with self._lock:
+            job = peer.running.get(key) if isinstance(key, str) else None
+        if job is None or not isinstance(text, str):
+            return
+        self._send(job.session, {"op": "event", "key": job.key, "worker": peer.name, "text": text[:MAX_EVENT]})
 
     def _release(self, peer: _Peer, job: _Job) -> None:
         for k, v in job.needs.items():
@@ -357,10 +373,11 @@ MAX_NAME_TRIES = 64
 
 
 def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, trust: bool = False,
-                 insecure: bool = False, timeout: float = 10.0, unique: bool = False) -> None:
+                 insecure: bool = False, timeout: float = 10.0, unique: bool = False, log=None) -> None:
     """Run a worker until interrupted or until its scheduler goes away (CRError then).
     unique: name is a default (the host name): when a worker of that name is connected
-    already, join as NAME-2, NAME-3... instead of being refused."""
+    already, join as NAME-2, NAME-3... instead of being refused. log(line): one line when a
+    job starts and one when it ends (its status and duration), for the worker's log."""
     from .placement import resources
     from .worker import GpuSlots, worker_info
 
@@ -400,21 +417,40 @@ def serve_worker(scheduler: str, name: str, platform, sec=None, on_ready=None, t
             if msg.get("op") != "job" or not isinstance(msg.get("key"), str) or not isinstance(msg.get("payload"), dict):
                 raise LinkError(f"the scheduler sent {str(msg.get('op'))[:40]!r}")
             payload = {**msg["payload"], "archive": blobs[0] if blobs else None}
-            threading.Thread(target=_job, args=(link, msg["key"], payload, info, trust, slots), daemon=True).start()
+            threading.Thread(target=_job, args=(link, msg["key"], payload, info, trust, slots, log or (lambda line: None)),
+                             daemon=True).start()
     except LinkError as exc:
         raise CRError(f"the scheduler at {addr} went away: {exc}", hint="start the worker again once the scheduler is back") from None
     finally:
         link.close()
 
 
-def _job(link: Link, key: str, payload: dict, info: dict, trust: bool, slots) -> None:
-    """Run one job with cr's job function and send its outcome back (latencies as blobs)."""
+def _job(link: Link, key: str, payload: dict, info: dict, trust: bool, slots, log) -> None:
+    """Run one job with cr's job function and send its outcome back (latencies as blobs);
+    what it is doing meanwhile goes to the scheduler as events; log gets its start and end."""
+    import time
+
     from .worker import failed, run_payload
 
+    def tell(text: str) -> None:
+        try:
+            link.send({"op": "event", "key": key, "text": str(text)[:MAX_EVENT]})
+        except (LinkError, TypeError, ValueError):
+            pass  # an event is worth no job's failure
+
+    job = payload.get("job") if isinstance(payload.get("job"), dict) else {}
+    what = f"job {job.get('id')} ({job.get('solution')} on {job.get('platform')})"
+    if payload.get("kind") != "noop":
+        log(f"{what} started")
+    t0 = time.monotonic()
     try:
-        outcome = run_payload(payload, info, trust=trust, gpus=slots)
+        outcome = run_payload(payload, info, trust=trust, gpus=slots, tell=tell)
     except Exception as exc:  # noqa: BLE001 - a job's failure is an outcome, never the worker's end
         outcome = failed(f"the job failed on worker {info['name']}: {type(exc).__name__}: {exc}")
+    if payload.get("kind") != "noop":
+        err = outcome.get("error") if isinstance(outcome.get("error"), dict) else {}
+        log(f"{what} {outcome.get('status')} in {time.monotonic() - t0:.1f} s"
+            + (f": {str(err.get('message'))[:300]}" if err.get("message") else ""))
     blobs, index = [], []
     for blob in outcome.pop("latencies", None) or []:
         index.append(None if blob is None else len(blobs))

@@ -25,6 +25,20 @@ from .wire import from_wire
 STATES = ("done", "running", "failed", "unplaceable", "skipped", "remaining")
 
 
+def eta_s(durations: list[float], remaining: int, running_elapsed: list[float], parallelism: int) -> float | None:
+    """Seconds until the campaign's jobs are through, from the durations of the jobs finished
+    so far: their median for each job still to start, what the median leaves of each running
+    one, spread over the jobs that run at once. None before any job finished: an ETA then
+    would be a guess (the first jobs also set solutions up and install software)."""
+    if not durations:
+        return None
+    from statistics import median
+
+    per = median(durations)
+    work = per * remaining + sum(max(per - e, 0.0) for e in running_elapsed)
+    return work / max(1, parallelism)
+
+
 @dataclass
 class Progress:
     total: int
@@ -35,22 +49,37 @@ class Progress:
     skipped: int = 0
     already: int = 0  # finished by an earlier run (not counted in done)
     started_at: float = field(default_factory=time.monotonic)
+    durations: list = field(default_factory=list)  # seconds of each job finished in this run (started -> outcome)
+    since: dict = field(default_factory=dict)  # job id -> when its current attempt started
+    parallelism: int = 1  # the most jobs seen running at once
+    clock: object = time.monotonic
 
     @property
     def remaining(self) -> int:
         return self.total - self.done - self.failed - self.unplaceable - self.skipped - self.running
 
+    def begin(self, job_id: str) -> None:
+        self.running += 1
+        self.since[job_id] = self.clock()
+        self.parallelism = max(self.parallelism, self.running)
+
+    def end(self, job_id: str, measured: bool) -> None:
+        """The job's attempt ended; measured: it ran to an outcome (its duration counts)."""
+        self.running -= 1
+        began = self.since.pop(job_id, None)
+        if measured and began is not None:
+            self.durations.append(self.clock() - began)
+
     def eta_s(self) -> float | None:
-        finished = self.done + self.failed
-        if not finished:
-            return None
-        per = (time.monotonic() - self.started_at) / finished
-        return per * (self.remaining + self.running)
+        now = self.clock()
+        return eta_s(self.durations, self.remaining, [now - t for t in self.since.values()], self.parallelism)
 
     def line(self) -> str:
-        eta = self.eta_s()
+        left = self.remaining + self.running
+        eta = self.eta_s() if left else None
         return (f"{self.done} done, {self.running} running, {self.failed} failed, {self.unplaceable} unplaceable, "
-                f"{self.skipped} skipped, {self.remaining} remaining" + (f", ETA {eta:.0f} s" if eta is not None else ""))
+                f"{self.skipped} skipped, {self.remaining} remaining"
+                + (f", ETA {eta:.0f} s" if eta is not None else ", ETA unknown" if left else ""))
 
 
 class Run:
@@ -103,7 +132,7 @@ class Run:
         attempt = self.attempts[job.id]
         self.journal.append(job.id, "started", attempt=attempt, worker=worker)
         self.outcomes[job.id] = {"state": "running", "worker": worker, "attempt": attempt}
-        self.progress.running += 1
+        self.progress.begin(job.id)
         self.listener("started", job, {"worker": worker, "attempt": attempt})
         return attempt
 
@@ -111,7 +140,7 @@ class Run:
         """An attempt that ended without an outcome (its worker left): the job may run again."""
         self.journal.append(job.id, "attempt-failed", attempt=self.attempts[job.id], worker=worker, error=error)
         if self.outcomes.get(job.id, {}).get("state") == "running":
-            self.progress.running -= 1
+            self.progress.end(job.id, measured=False)
         self.outcomes[job.id] = {"state": "retrying", "worker": worker, "error": error}
         self.listener("retry", job, {"worker": worker, "error": error})
 
@@ -124,7 +153,7 @@ class Run:
         if self.is_final(job):
             return
         if self.outcomes.get(job.id, {}).get("state") == "running":
-            self.progress.running -= 1
+            self.progress.end(job.id, measured=True)
         attempt = self.attempts[job.id] or 1
         uids, not_stored = [], None
         try:
@@ -164,12 +193,17 @@ class Run:
             self.progress.failed += 1
         self.listener(self.outcomes[job.id]["state"], job, self.outcomes[job.id])
 
+    def event(self, job: CampaignJob, worker: str | None, text: str) -> None:
+        """What a worker says it is doing for job (setting up, installing X, a benchmark's phase):
+        for the progress line and the coordinator's log; not journaled."""
+        self.listener("event", job, {"worker": worker, "text": text})
+
     def not_run(self, job: CampaignJob, state: str, reason: str) -> None:
         """A job that will not run in this run: skipped (local) or unplaceable (no worker)."""
         if self.is_final(job):
             return
         if self.outcomes.get(job.id, {}).get("state") == "running":
-            self.progress.running -= 1
+            self.progress.end(job.id, measured=False)
         self.journal.append(job.id, state, reason=reason)
         self.outcomes[job.id] = {"state": state, "reason": reason}
         setattr(self.progress, state, getattr(self.progress, state) + 1)

@@ -81,7 +81,7 @@ class DaskExecutor(Executor):
         try:
             if self.wait_for_workers:
                 session.wait_for(self.wait_for_workers, self.timeout)
-            _loop(run, session, self.retries, self.noop)
+            run_jobs(run, session, self.retries, self.noop)
         finally:  # also on Ctrl-C: the scheduler drops the queued jobs of a coordinator that leaves
             session.close()
 
@@ -179,7 +179,9 @@ def connect(addr: str, sec=None, timeout: float = 10.0) -> Session:
     return Session(full_address(addr, sec), sec, timeout)
 
 
-def _loop(run: Run, session: Session, retries: int, noop: bool) -> None:
+def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
+    """The cluster executor's loop over a connected session (the slurm executor runs it too):
+    placement, submission in a window, the scheduler's events into the Run, until every job is final."""
     known = session.workers
     pending: deque[CampaignJob] = deque()
     for job in run.todo:
@@ -243,6 +245,10 @@ def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, runni
     if job is None or run.is_final(job):
         return False
     name = msg.get("worker") if isinstance(msg.get("worker"), str) else None
+    if op == "event":
+        if isinstance(msg.get("text"), str):
+            run.event(job, name, msg["text"])
+        return False
     if op == "started":
         if run.outcomes.get(job.id, {}).get("state") == "running":
             # started again before the loss of the attempt before was told: that attempt ended

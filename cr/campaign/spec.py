@@ -172,7 +172,7 @@ def solutions(campaign: Campaign) -> list[dict]:
                 info = show(ref, verify=False)
             except NotFound as exc:
                 raise NotFound(f"{_where(campaign, f'/solutions/{i}')}: unknown solution {item!r}: {exc.message}",
-                               hint="cr find solution lists the solutions here; fix the campaign with cr campaign show NAME") from None
+                               hint="edit that entry of the campaign's meta.json to one that cr find solution lists") from None
             if info["kind"] != "solution":
                 raise CRError(f"{_where(campaign, f'/solutions/{i}')}: {info['ref']} is a {info['kind']}, not a solution",
                               hint="list solutions only (cr find solution)")

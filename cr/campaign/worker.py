@@ -23,6 +23,7 @@ import threading
 from contextlib import contextmanager
 
 from ..errors import CRError
+from ..events import Reporter, for_this_thread, reporter
 from . import wire
 
 _archives: dict[str, str] = {}  # archive sha256 -> the solution ref it holds (unpacked and set up here)
@@ -66,17 +67,45 @@ def failed(message: str, hint: str | None = None) -> dict:
     return {"status": "failed", "records": [], "error": {"message": message, "hint": hint}, "started": now(), "ended": now()}
 
 
-def run_payload(payload: dict, info: dict, trust: bool = False, gpus: GpuSlots | None = None) -> dict:
+class Forward(Reporter):
+    """A job thread's reporter: its phases (installing X, a benchmark's warm-up, steady...) go
+    to tell(text), for the coordinator's progress line; warnings and infos to this worker's
+    own reporter (its log)."""
+
+    def __init__(self, tell, inner: Reporter) -> None:
+        self.tell, self.inner = tell, inner
+
+    def warning(self, message: str) -> None:
+        self.inner.warning(message)
+
+    def info(self, message: str) -> None:
+        self.inner.info(message)
+
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        if name is None:
+            self.tell(f"{task}: {detail or 'done'}")
+            return
+        about = f", about {expect_s:.0f} s" if expect_s is not None else ""
+        self.tell(f"{task}: {name}" + (f" ({detail}{about})" if detail else f" ({about[2:]})" if about else ""))
+
+
+def run_payload(payload: dict, info: dict, trust: bool = False, gpus: GpuSlots | None = None, tell=None) -> dict:
     """Run one job's payload here; the outcome in wire form, with "worker" ({name, host,
-    platform} of info, and "gpu" for a GPU job). info: worker_info() of this worker."""
+    platform} of info, and "gpu" for a GPU job). info: worker_info() of this worker.
+    tell(text): what the job is doing (setting the solution up, installing, running, the
+    phases of its actions) as it happens, for the coordinator."""
     if payload.get("kind") == "noop":  # dispatch measurement: the round trip only
         return {"status": "ok", "records": [], "error": None, "worker": {"name": info["name"]}}
-    outcome = _run(payload, info, trust, gpus)
+    if tell is None:
+        outcome = _run(payload, info, trust, gpus, lambda text: None)
+    else:
+        with for_this_thread(Forward(tell, reporter())):
+            outcome = _run(payload, info, trust, gpus, tell)
     outcome["worker"] = {**{k: info.get(k) for k in ("name", "host", "platform")}, **outcome.get("worker", {})}
     return outcome
 
 
-def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
+def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None, tell) -> dict:
     from .spec import CampaignJob
 
     data = payload.get("archive") or b""
@@ -89,6 +118,8 @@ def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
     except CRError as exc:
         return failed(f"worker {info['name']} was sent a job it cannot read: {exc.message}", exc.hint)
     try:
+        if got not in _archives:
+            tell(f"setting up {job.solution} (unpack, resolve, install what it needs)")
         ref = set_up(data, got, trust)
     except CRError as exc:
         return failed(f"setting up the solution on worker {info['name']} failed: {exc.message}", exc.hint)
@@ -96,6 +127,7 @@ def _run(payload: dict, info: dict, trust: bool, gpus: GpuSlots | None) -> dict:
         return _on_gpu(job, ref, gpus)
     from .jobs import run_here
 
+    tell(f"running {', '.join(job.actions) if job.actions else 'every declared action'} of {job.solution}")
     if not timed(job):
         return wire.to_wire(run_here(job, ref, init=False))
     with machine_slot(info) as waited:

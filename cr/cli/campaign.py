@@ -82,7 +82,7 @@ def show(name, with_jobs, as_json):
 
 
 def _ms(ns) -> str:
-    return "" if ns is None else f"{ns / 1e6:.4f} ms"
+    return "" if ns is None else f"{ns / 1e6:.4f}"
 
 
 def _cell(value) -> str:
@@ -110,7 +110,7 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
             line.insert(0, r["job"])
         line += [str(r.get("repetition") or ""), r["state"] + (" (earlier)" if r.get("earlier") else ""),
                  r.get("validation") or "", r.get("worker") or "", _ms(r.get("p50_ns")),
-                 "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}/s",
+                 "" if r.get("samples_per_s") is None else f"{r['samples_per_s']:.1f}",
                  "" if r.get("top1") is None else f"{r['top1']:.4f}"]
         if significance:
             line.append(_significance_cell(r.get("significance")))
@@ -118,11 +118,18 @@ def _summary(rows: list[dict], title: str, status_view: bool = False) -> None:
             line.append(str(r.get("attempts") or 0))
         line += [", ".join(r.get("results") or [])[:35], (r.get("error") or r.get("reason") or "")[:200]]
         table.append(line)
-    headers = ["SOLUTION", "PLATFORM", *[field_name(k).upper() for k in keys], "REP", "STATUS", "VALIDATION", "WORKER",
-               "P50", "THROUGHPUT", "TOP1", *(["SIGNIFICANCE"] if significance else []),
-               *(["ATTEMPTS"] if status_view else []), "RESULTS", "WHY"]
+    from .tables import Col
+
+    # the configuration that tells jobs apart, their state, figures and verdicts are kept; the
+    # platform, worker, attempts and result uids give way (docs/output.md)
+    headers = [Col("SOLUTION", shorten="middle", min=12), Col("PLATFORM", keep=False, drop=2, shorten="middle", min=12),
+               *[Col(field_name(k).upper(), shorten="abbrev") for k in keys], Col("REP"), Col("STATUS", shorten="wrap"),
+               Col("VALIDATION"), Col("WORKER", keep=False, drop=1, shorten="middle"), Col("P50 (ms)"),
+               Col("THROUGHPUT (samples/s)"), Col("TOP1"), *([Col("SIGNIFICANCE", shorten="wrap", min=12)] if significance else []),
+               *([Col("ATTEMPTS", keep=False, drop=3)] if status_view else []),
+               Col("RESULTS", keep=False, drop=0, shorten="end"), Col("WHY", shorten="wrap", min=12)]
     if status_view:
-        headers.insert(0, "JOB")
+        headers.insert(0, Col("JOB", shorten="prefix", min=8))
     output.table(headers, table, title=title, empty="no job")
     rule = next((r["significance"]["rule"] for r in rows if (r.get("significance") or {}).get("rule")), None)
     if rule:
@@ -151,11 +158,23 @@ class _Progress:
         self.quiet = quiet
         self.run = run_ref
         self._at = 0.0
+        self.said = ""  # the latest event of a worker
 
     def __call__(self, kind, job, info) -> None:
         if self.quiet or self.run.get("run") is None:
             return
         line = self.run["run"].progress.line()
+        if kind == "event":  # what a worker says it is doing (cr.campaign.worker.Forward)
+            said = output.clean(f"{info.get('worker') or '?'}: {info.get('text')}")
+            if not self.tty:
+                click.echo(f"{said}  [job {job.id}]", err=True)
+                return
+            self.said = said
+        if self.said and self.tty:
+            import shutil
+
+            width = shutil.get_terminal_size((100, 24)).columns - 1
+            line = f"{line} | {self.said}"[:width]
         if kind in ("done", "failed", "unplaceable", "skipped", "retry") and not self.tty:
             what = info.get("reason") or (info.get("error") or {}).get("message") if isinstance(info.get("error"), dict) else info.get("reason") or info.get("error")
             click.echo(f"{kind}: {job.solution.split(':', 1)[-1]} on {job.platform} [{job.setting}]"
@@ -229,7 +248,7 @@ def _pairs(pairs: tuple[str, ...]) -> dict:
 
 # today's flags, each the dask executor's option of the same name (-E NAME=VALUE reaches any executor's)
 _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeout", "tls_ca_file", "tls_cert", "tls_key",
-          "insecure_no_tls")
+          "insecure_no_tls", "partition", "time")
 
 
 @campaign.command()
@@ -241,10 +260,12 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--scheduler", "scheduler", metavar="ADDR", help="The cluster's scheduler (tcp://HOST:PORT or tls://...); implies --executor dask.")
 @click.option("--dry-run", is_flag=True, help="List what would run (and what is already done), run nothing.")
 @click.option("--rerun", is_flag=True, help="Run every job again, even those whose result is stored.")
-@click.option("--retries", type=click.IntRange(0, 100), help="dask: runs of a job again after its worker left mid-job  [default: 2]")
+@click.option("--retries", type=click.IntRange(0, 100), help="dask, slurm: runs of a job again after its worker left mid-job  [default: 2]")
 @click.option("--wait-for-workers", type=click.IntRange(0), help="dask: wait until this many cr workers joined  [default: 0]")
-@click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]")
+@click.option("--timeout", type=float, help="dask: seconds to wait for --wait-for-workers  [default: 60.0]; slurm: for the worker jobs to join  [default: 300.0]")
 @click.option("--connect-timeout", type=float, help="dask: seconds to wait for the scheduler to answer  [default: 10.0]")
+@click.option("--partition", metavar="P", help="slurm: the Slurm partition of the worker jobs  [default: the cluster's default]")
+@click.option("--time", "time_limit", metavar="T", help="slurm: each worker job's time limit (10:00, 1-00:00:00)")
 @_tls_options
 @_insecure_option
 @click.option("--install", is_flag=True, help="Install the software a job's own stack (backend, variant, precision) "
@@ -252,7 +273,7 @@ _FLAGS = ("scheduler", "retries", "wait_for_workers", "timeout", "connect_timeou
 @click.option("--json", "as_json", is_flag=True, help="Print the per-job summary as JSON.")
 @click.pass_context
 def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retries, wait_for_workers, timeout,
-        connect_timeout, tls_ca_file, tls_cert, tls_key, insecure, install, as_json):
+        connect_timeout, partition, time_limit, tls_ca_file, tls_cert, tls_key, insecure, install, as_json):
     """Run campaign NAME's jobs; a rerun skips the jobs whose result is stored. Exit 1 if any
     job failed (a validation that FAILs its expectations fails its job).
 
@@ -265,7 +286,7 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
 
     options = _pairs(executor_options)
     flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key,
-                              insecure or None)))
+                              insecure or None, partition, time_limit)))
     options.update({k: v for k, v in flags.items() if v is not None})
     if install:
         options["install"] = True
@@ -383,13 +404,20 @@ def worker(scheduler_addr, name, cr_home, platform_root, trust, tls_ca_file, tls
     unique = not name
     name = name or socket.gethostname()
 
+    joined = {"name": name}
+
+    def log(line: str) -> None:  # one line per job (start; end with status and duration): the worker's log
+        click.echo(f"{time.strftime('%H:%M:%S')} worker {joined['name']}: {output.clean(line)}")
+        sys.stdout.flush()
+
     def ready(where, res, name):
+        joined["name"] = name
         labels = ", ".join(f"{k}={int(v)}" for k, v in res.items() if k in ("benchmark", "gpu"))
         caps = ", ".join(k for k in res if k not in ("benchmark", "gpu"))
         click.echo(f"worker {name} joined {where} (listening nowhere): {labels}; capabilities {caps}")
         sys.stdout.flush()
 
     try:
-        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure, unique=unique)
+        serve_worker(addr, name, plat, sec, on_ready=ready, trust=trust, insecure=insecure, unique=unique, log=log)
     except KeyboardInterrupt:
         click.echo("worker stopped", err=True)

@@ -30,10 +30,10 @@ def find(kind, tags, version, repo, name, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show(ref, no_verify, repo, as_json):
     """Show a component: REF as kind:name[@spec] or KIND NAME[@spec]."""
-    from ..run.describe import describe, refuse_mismatched_payload
+    from ..run.describe import describe as describe_component, refuse_mismatched_payload
     from ..store.refs import parse_ref_words
 
-    info = describe(parse_ref_words(ref), verify=not no_verify, prefer_repo=repo)
+    info = describe_component(parse_ref_words(ref), verify=not no_verify, prefer_repo=repo)
     if as_json:
         output.emit_json(info)
         refuse_mismatched_payload(info)

@@ -48,7 +48,8 @@ def build_(results, out, from_git, branch, full, as_json):
         default = _default("results")
         if not default.is_dir():
             raise CRError(f"there are no results in {default} yet",
-                          hint="write results with cr benchmark ... -o FILE and pass their directory with --results DIR")
+                          hint="store a result first: cr validate model lenet-digits --backend onnxruntime (every "
+                               "benchmark, validate and run stores its own), or give a folder of result files with --results DIR")
         sources = [default]
     info = build(sources, out or _default("dashboard"), incremental=not full)
     if as_json:

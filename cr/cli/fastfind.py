@@ -9,7 +9,7 @@ with the same function the click command calls (run). Anything else (--help, -q 
 second KIND) is declined and left to click, which parses it, or words its error, as for
 any command.
 
-    cr find [KIND] [--tags T] [--version V] [--repo R] [--name N] [--json]   (also --opt=value)
+    cr find [KIND] [--tags T] [--version V] [--repo R] [--name N] [--json] [--wide]   (also --opt=value)
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def parse(args: list[str]) -> dict | None:
         arg = args[i]
         if arg == "--json":
             key, value = "as_json", True
+        elif arg == "--wide":
+            key, value = "wide", True
         elif arg.startswith("--"):
             flag, eq, value = arg.partition("=")
             if flag not in _VALUED:
@@ -53,16 +55,33 @@ def split_tags(value: str | None) -> list[str]:
     return [t.strip() for t in value.split(",") if t.strip()] if value else []
 
 
-def run(kind, tags, version, repo, name, as_json) -> None:
+def run(kind, tags, version, repo, name, as_json, wide=False) -> None:
     """The find command itself (the click command and the fast path both call this)."""
     from ..api import find as api_find
+
+    if wide:
+        from . import tables
+
+        tables.WIDE = True
 
     found = api_find(kind, tags=split_tags(tags), version=version, repo=repo, name=name)
     if as_json:
         output.emit_json([c.to_dict() for c in found])
         return
     rows = [[c.ref, c.repo, ",".join(c.tags), c.description] for c in found]
-    output.table(["REF", "REPO", "TAGS", "DESCRIPTION"], rows, empty="no matching components")
+    output.table(FIND_COLUMNS, rows, empty="no matching components")
+
+
+def _find_columns():
+    from .tables import Col
+
+    # the ref is what the next command takes: kept whole where it fits, else cut in its middle;
+    # the description gives way first, then the tags
+    return [Col("REF", shorten="middle", min=16), Col("REPO", shorten="middle", min=8),
+            Col("TAGS", keep=False, drop=1, shorten="end", min=10), Col("DESCRIPTION", keep=False, drop=0, shorten="end", min=12)]
+
+
+FIND_COLUMNS = _find_columns()
 
 
 def main(args: list[str]) -> int | None:

@@ -71,8 +71,38 @@ _COMMANDS = {
     "reproduce": "solution:reproduce", "results": "results:results", "dashboard": "dashboard:dashboard",
     "publish": "publish:publish", "campaign": "campaign:campaign", "scheduler": "campaign:scheduler",
     "worker": "campaign:worker", "profile": "profile:profile", "do": "do:do",
-    "tune": "tune:tune", "gate": "gate:gate",
+    "tune": "tune:tune", "gate": "gate:gate", "export": "export:export",
 }
+
+
+# The commands that print a table: each takes --wide (cli/tables.py, docs/output.md).
+_TABLE_COMMANDS = (
+    "find", "detect", "env list", "repo list", "resolve", "benchmark", "run", "validate", "compile", "init",
+    "results list", "results show", "results compare", "results pareto", "campaign show", "campaign run",
+    "campaign status", "profile", "do", "tune",
+)
+
+
+def _wide(ctx, param, value) -> None:
+    # set either way: a program that runs several commands in one process gets each one's own
+    from . import tables
+
+    tables.WIDE = bool(value)
+
+
+def _add_wide(command: click.Command, name: str) -> None:
+    """--wide on the table-printing commands of this top-level command (one option, one place)."""
+    for path in _TABLE_COMMANDS:
+        words = path.split()
+        if words[0] != name:
+            continue
+        target = command
+        for word in words[1:]:
+            target = target.commands.get(word) if isinstance(target, click.Group) else None
+        if target is not None and not any(p.name == "wide" for p in target.params):
+            target.params.append(click.Option(
+                ["--wide"], is_flag=True, expose_value=False, callback=_wide,
+                help="Tables: every column, nothing shortened, whatever the terminal's width."))
 
 
 def _load_command(name: str) -> click.Command:
@@ -86,6 +116,7 @@ def _load_command(name: str) -> click.Command:
         for sub in (exec_, shell):
             if sub.name not in command.commands:
                 command.add_command(sub)
+    _add_wide(command, name)
     return command
 
 

@@ -50,53 +50,43 @@ def _console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def table(columns: list[str], rows: list[list], title: str | None = None, empty: str = "nothing found") -> None:
-    """A table on stdout (rich on a terminal, plain aligned text otherwise); a line on stderr when there are no rows."""
+def table(columns: list, rows: list[list], title: str | None = None, empty: str = "nothing found") -> None:
+    """A table on stdout; a line on stderr when there are no rows.
+
+    columns: names, or tables.Col declaring which may be dropped and how cells shorten. On a
+    terminal the table fits its width (cli/tables.py: shortened cells, low-value columns
+    dropped, one record per block below that; --wide: everything); in a pipe or a file it is
+    the fixed plain format of docs/output.md, whatever the terminal.
+    """
     if not rows:
         echo(empty, err=True)
         return
     cells = [["" if v is None else clean(v) for v in row] for row in rows]
+    title = clean(title) if title else title
     if not sys.stdout.isatty():
         echo(plain_table(columns, cells, title))
         return
-    from rich.table import Table
-
-    console = _console()
-    t = Table(title=title, show_edge=False, header_style="bold", pad_edge=False, box=None)
-    widths = [max([len(col)] + [len(r[i]) for r in cells]) for i, col in enumerate(columns)]
-    # what the identifiers leave to the last column (rich would rather drop a whole
-    # column than cut one that may not wrap)
-    room = console.width - sum(widths[:-1]) - 2 * (len(columns) - 1)
-    for i, col in enumerate(columns):
-        last = i == len(columns) - 1
-        # Identifiers never wrap or shrink (they are copied into the next command); the
-        # last, free-text column gives way and is cut with an ellipsis.
-        t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=10 if last else widths[i],
-                     max_width=max(10, room) if last else None)
     from rich.text import Text
 
-    for row in cells:
-        t.add_row(*(Text(cell) for cell in row))  # plain text: a "[red]" in a name is not markup
-    console.print(t)
+    from . import tables
+
+    console = _console()
+    lines, bold = tables.fit(columns, cells, console.width, title=title)
+    text = Text()
+    for k, line in enumerate(lines):
+        # plain text: a "[red]" in a name is not markup
+        text.append(line + ("\n" if k < len(lines) - 1 else ""), style="bold" if k in bold else None)
+    console.print(text, soft_wrap=True)  # lines are laid out already: rich neither wraps nor crops them
 
 
-def plain_table(columns: list[str], cells: list[list[str]], title: str | None = None) -> str:
-    """The same columns as the rich table, as plain text: what a pipe or a file gets.
+def plain_table(columns: list, cells: list[list[str]], title: str | None = None) -> str:
+    """The table as a pipe or a file gets it (docs/output.md, cli/tables.plain_lines): every
+    column, nothing cut, aligned two spaces apart; a cell never holds two spaces in a row and
+    an empty one is '-', so a line splits into its cells at runs of two or more spaces.
+    Drawing thousands of rows with rich costs seconds, and a script wants no styles."""
+    from .tables import plain_lines
 
-    Drawing thousands of rows with rich costs seconds, and a script reading the output
-    wants neither styles nor a description cut to a guessed width: columns are aligned,
-    two spaces apart, nothing is truncated and trailing blanks are stripped.
-    """
-    widths = [max([len(col)] + [len(r[i]) for r in cells]) for i, col in enumerate(columns)]
-    last = len(columns) - 1
-
-    def line(values) -> str:
-        return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
-
-    out = [title] if title else []
-    out.append(line(columns))
-    out.extend(line(r) for r in cells)
-    return "\n".join(out)
+    return "\n".join(plain_lines(columns, cells, title))
 
 
 def warn(message: str) -> None:
@@ -142,11 +132,13 @@ class CLIReporter(Reporter):
             self._seen.add(message)
             from ..textsafe import shown
 
+            self._clear_phases()
             warn(shown(message))  # a warning quotes probe outputs, file names, framework messages
 
     def info(self, message: str) -> None:
         if not self.quiet:
             self._end_progress()
+            self._clear_phases()
             from ..textsafe import shown
 
             echo("\n".join(shown(line) for line in message.split("\n")), err=True)
@@ -176,3 +168,20 @@ class CLIReporter(Reporter):
         if self._progress_task is not None:
             echo("", err=True)
             self._progress_task = None
+
+    # Phases of long work (a benchmark's load, warm-up, steady; a solution's actions): cr.cli.progress.
+    _phases = None
+
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        if self.quiet:
+            return
+        if self._phases is None:
+            from .progress import PhaseView
+
+            self._phases = PhaseView()
+        self._end_progress()
+        self._phases.phase(task, name, detail, expect_s, max_s)
+
+    def _clear_phases(self) -> None:
+        if self._phases is not None:
+            self._phases.clear()

@@ -10,8 +10,9 @@ import json
 
 import click
 
-from ..results.summary import duration_text, metric_text, throughput_text
+from ..results.summary import metric_text
 from . import output
+from .tables import ms, rate
 from .options import BackendOption
 
 
@@ -128,13 +129,11 @@ def list_(as_json, **filters):
     if as_json:
         _stream_json(rows)
         return
-    columns = ["UID", "WHEN", "ACTION", "TARGET", "BACKEND/VARIANT", "CONFIG", "FROM", "PLATFORM", "P50", "P99",
-               "THROUGHPUT", "ACCURACY", "STATUS"]
     cells = ([
         r["uid"], _when(r["started"]), r["action"], _target(r), _stack(r), _setting(r), _origin(r),
-        r["platform_description"], duration_text(r["p50_ns"]), duration_text(r["p99_ns"]),
-        throughput_text(r["throughput_sps"], r["throughput_qps"]), _accuracy(r), _status(r),
+        r["platform_description"], ms(r["p50_ns"]), ms(r["p99_ns"]), rate(r["throughput_sps"]), _accuracy(r), _status(r),
     ] for r in rows)
+    columns = LIST_COLUMNS
     first = list(itertools.islice(cells, FIRST_PAGE))
     if len(first) < FIRST_PAGE:  # all of it: the table as any listing draws it
         output.table(columns, first, empty="no stored results match")
@@ -143,6 +142,25 @@ def list_(as_json, **filters):
 
 
 FIRST_PAGE = 500  # rows whose widths set the columns of a long listing
+
+
+_KINDLESS = (("solution:", ""), ("model:", ""), ("dataset:", ""))
+
+
+def _list_columns():
+    from .tables import Col
+
+    # p50, p99, throughput, accuracy and status are what a listing is read for: never dropped;
+    # the uid (a prefix selects it) and what ran are kept, shortened; the rest gives way
+    return [Col("UID", shorten="prefix", min=8), Col("WHEN", keep=False, drop=3),
+            Col("ACTION", keep=False, drop=4), Col("TARGET", shorten="middle", min=13, abbrev=_KINDLESS),
+            Col("BACKEND/VARIANT", shorten="middle", min=8), Col("CONFIG", keep=False, drop=0, shorten="abbrev"),
+            Col("FROM", keep=False, drop=1, shorten="end"), Col("PLATFORM", keep=False, drop=2, shorten="middle", min=12),
+            Col("P50 (ms)"), Col("P99 (ms)"), Col("THROUGHPUT (samples/s)"), Col("ACCURACY", shorten="wrap", min=6),
+            Col("STATUS", shorten="wrap", min=6)]
+
+
+LIST_COLUMNS = _list_columns()
 
 
 def _stream_json(rows) -> None:
@@ -159,23 +177,49 @@ def _stream_json(rows) -> None:
     output.echo("".join(chunks) + ("[]" if not count else "\n]"))
 
 
-def _stream_table(columns: list[str], first: list[list], rest) -> None:
-    """A listing longer than FIRST_PAGE rows: plain aligned text (also on a terminal, where
-    rich would hold every row to draw one table), the column widths taken from the first
-    FIRST_PAGE rows; a longer cell further down is printed whole and shifts its line."""
-    cleaned = [["" if v is None else output.clean(v) for v in row] for row in first]
-    widths = [max([len(col)] + [len(r[i]) for r in cleaned]) for i, col in enumerate(columns)]
-    last = len(columns) - 1
+def _stream_table(columns: list, first: list[list], rest) -> None:
+    """A listing longer than FIRST_PAGE rows, printed a page at a time (rich would hold every
+    row to draw one table): the layout (on a terminal, cli/tables.py's fit to its width; in a
+    pipe, the plain format) is set by the first FIRST_PAGE rows; in a pipe a longer cell further
+    down is printed whole and shifts its line."""
+    import sys
 
-    def line(values) -> str:
-        return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+    from . import tables
 
-    output.echo("\n".join([line(columns)] + [line(r) for r in cleaned]))
+    tty = sys.stdout.isatty()
+
+    def cleaned(page):
+        cells = [["" if v is None else output.clean(v) for v in row] for row in page]
+        return [[tables.terminal_cell(v) for v in row] for row in cells] if tty else cells
+
+    page = cleaned(first)
+    if tty:
+        import shutil
+
+        plan = tables.plan(columns, page, shutil.get_terminal_size().columns)
+
+        def lines(rows, head=False):
+            out = plan.header_lines() if head else []
+            for row in rows:
+                out += plan.row_lines(row) + ([""] if plan.records else [])
+            return out
+    else:
+        names = [c.name for c in tables.columns_of(columns)]
+        widths = [max([len(n)] + [len(tables.plain_cell(r[i])) for r in page]) for i, n in enumerate(names)]
+        last = len(names) - 1
+
+        def line(values) -> str:
+            return "  ".join(v if i == last else v.ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+
+        def lines(rows, head=False):
+            return ([line(names)] if head else []) + [line([tables.plain_cell(v) for v in r]) for r in rows]
+
+    output.echo("\n".join(lines(page, head=True)))
     while True:
-        page = list(itertools.islice(rest, FIRST_PAGE))
-        if not page:
+        more = list(itertools.islice(rest, FIRST_PAGE))
+        if not more:
             return
-        output.echo("\n".join(line(["" if v is None else output.clean(v) for v in row]) for row in page))
+        output.echo("\n".join(lines(cleaned(more))))
 
 
 def _accuracy(row: dict) -> str:
@@ -265,7 +309,7 @@ def _metric_rows(record: dict) -> list[list]:
         rows.append(["queries", f"{metrics['queries']} in {metrics.get('duration_s') or 0:.3f} s"])
     for key in ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "iqr"):
         if isinstance(lat.get(key), (int, float)):
-            rows.append([key, duration_text(lat[key])])
+            rows.append([key, f"{ms(lat[key])} ms"])  # ms, as every table (docs/output.md)
     tp = metrics.get("throughput") or {}
     if tp.get("queries_per_s") is not None:
         rows.append(["throughput", f"{tp['queries_per_s']:.1f} queries/s, {tp.get('samples_per_s') or 0:.1f} samples/s"])
@@ -322,7 +366,7 @@ def compare(uids, as_json):
     rows = []
     for m in report["metrics"]:
         diffs = ["" if d is None else f"{100 * d:+.1f}%" for d in m["rel_diff"][1:]]
-        rows.append([m["label"]] + [metric_text(m["unit"], v) for v in m["values"]] + diffs
+        rows.append([_labelled(m)] + [_in_unit(m["unit"], v) for v in m["values"]] + diffs
                     + [" ".join(_noise(v) for v in m["verdict"][1:])])
     labels = {c["uid"]: c["label"] for c in report.get("config") or []}
     for r in report["results"]:
@@ -330,9 +374,28 @@ def compare(uids, as_json):
                                 f"  {labels.get(r['uid'], '')}  {r['platform_description']}  {_when(r['started'])}"), err=True)
     for note in report["notes"]:
         output.warn(output.clean(note))
-    output.table(header, rows, empty="no metric to compare")
+    from .tables import Col
+
+    # every figure and the verdict are kept; a narrow terminal folds the table into records
+    columns = [Col(header[0], shorten="wrap", min=10)] + [Col(h) for h in header[1:-1]] + [Col(header[-1], shorten="wrap", min=5)]
+    output.table(columns, rows, empty="no metric to compare")
     for line in _significance_lines(report) + _accuracy_lines(report):
         click.echo(line)
+
+
+def _labelled(metric: dict) -> str:
+    """'p50 (ms)', 'throughput (samples/s)': the unit said once, by the row's name."""
+    unit = {"ns": "ms", "bytes": "MiB"}.get(metric["unit"], metric["unit"])
+    return f"{metric['label']} ({unit})" if unit and unit not in metric["label"] else metric["label"]
+
+
+def _in_unit(unit: str, value) -> str:
+    """A compared figure as a bare number in its row's unit (latencies in ms, as every table)."""
+    if value is None:
+        return ""
+    if unit == "ns":
+        return ms(value)
+    return metric_text(unit, value).split(" ")[0]
 
 
 def _significance_lines(report: dict) -> list[str]:
@@ -424,11 +487,15 @@ def pareto(objectives, min_effect, as_json, **filters):
 
 
 def _figure(unit: str, value: dict) -> str:
-    """'12.30 us [11.90 us, 12.80 us]': a value and its 95% interval."""
-    text = metric_text(unit, value["value"]) + (" J" if unit == "J" else "")
+    """'0.0123 ms [0.0119 ms, 0.0128 ms]': a value and its 95% interval (latencies in ms, as
+    every table: docs/output.md)."""
+    def one(v) -> str:
+        return f"{ms(v)} ms" if unit == "ns" else metric_text(unit, v)
+
+    text = one(value["value"]) + (" J" if unit == "J" else "")
     if value["lo"] == value["hi"]:
         return text
-    return f"{text} [{metric_text(unit, value['lo'])}, {metric_text(unit, value['hi'])}]"
+    return f"{text} [{one(value['lo'])}, {one(value['hi'])}]"
 
 
 @results.command()

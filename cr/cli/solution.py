@@ -8,8 +8,9 @@ from .options import BackendOption, trust_option, with_consent
 
 
 def solution_rows(records: list[dict]) -> list[list]:
-    """One summary row per result of a solution run."""
+    """One summary row per result of a solution run (the columns of SOLUTION_HEADERS)."""
     from ..results.summary import config_label
+    from .tables import ms, rate
 
     rows = []
     for r in records:
@@ -21,17 +22,27 @@ def solution_rows(records: list[dict]) -> list[list]:
         variant = pipe.get("variant") or ""
         if variant and pipe.get("precision") and pipe["precision"] not in variant:
             variant += f" ({pipe['precision']})"
-        scenario = config_label(r) if m.get("scenario") else ""  # 'single-stream threads=2 batch=1'
+        # 'single-stream threads=2 batch=1': the scenario tells the rows apart, the rest is detail
+        scenario, _, config = (config_label(r) if m.get("scenario") else "").partition(" ")
         rows.append([
-            r["action"], scenario, variant,
-            f"{lat['p50'] / 1e6:.4f} ms" if lat.get("p50") else "", f"{lat['p99'] / 1e6:.4f} ms" if lat.get("p99") else "",
-            f"{thr['samples_per_s']:.1f} samples/s" if thr.get("samples_per_s") else "", accuracy,
+            r["action"], scenario, config, variant, ms(lat.get("p50") or None), ms(lat.get("p99") or None),
+            rate(thr.get("samples_per_s") or None), accuracy,
             v.get("outcome") or m.get("validity") or "", r["status"] if r["status"] != "ok" else r["uid"],
         ])
     return rows
 
 
-SOLUTION_HEADERS = ["ACTION", "SCENARIO", "VARIANT", "P50", "P99", "THROUGHPUT", "ACCURACY", "CHECK", "RESULT"]
+def _solution_columns():
+    from .tables import Col
+
+    # figures and verdicts are never dropped; the configuration and the variant give way first
+    return [Col("ACTION"), Col("SCENARIO", shorten="abbrev", min=6), Col("CONFIG", keep=False, drop=0, shorten="abbrev"),
+            Col("VARIANT", keep=False, drop=1, shorten="middle"), Col("P50 (ms)"), Col("P99 (ms)"),
+            Col("THROUGHPUT (samples/s)"), Col("ACCURACY", shorten="wrap", min=6), Col("CHECK"),
+            Col("RESULT", shorten="prefix", min=8)]
+
+
+SOLUTION_HEADERS = _solution_columns()
 
 
 @click.command("init")

@@ -9,6 +9,10 @@ are two rows. A row joins the latest benchmark of its (scenario, config) with th
 validate of the same configuration on the same dataset (else the latest on any dataset);
 a validate of a dataset or config that no benchmark row took gets a row of its own.
 
+Profiles (action "profile", and a benchmark run under a profiler: "benchmark (profiled)") are
+never rows: their times are profiled times. They stay in the run list, where their own
+result page and "Runs of this configuration" find them.
+
 A row's task is the newest task any run of its configuration recorded, else that of any
 run of the same model or solution (a model has one task whichever backend runs it), so a
 configuration that was only benchmarked still shows its model's task.
@@ -30,6 +34,8 @@ INDEX_FORMAT = 1
 SOURCES = ("bench", "validate", "other", "some")
 _KEY_PARTS = ("subject", "backend", "variant", "precision", "platform")  # a configuration, in key order
 _RULES = ("task", "label", "tags", "error")  # columns worked out here from the row's runs
+# Actions whose runs are never a row of their own (profiled times are not comparable figures)
+NOT_ROWS = frozenset(("profile", "benchmark (profiled)"))
 
 
 def _row_plan() -> list[tuple[str, int, int, object, bool]]:
@@ -118,6 +124,8 @@ class Leaderboard:
         elif action == "validate":
             rank, runs = (s[_TOP1_AT] is not None, s[T], s[U]), g[1]
             which = (s[_DATASET], s[_CONFIG])
+        elif action in NOT_ROWS:
+            return
         else:
             if g[5] is None or (s[T], s[U]) > (g[5][T], g[5][U]):
                 g[5] = s
@@ -171,7 +179,7 @@ class Leaderboard:
                 if which not in joined:
                     validate = validates[which]
                     rows.append(_row(position, key, task, None, validate[1], validate[2], validate[3], labels, strings))
-            if not benches and not validates:  # only other actions (run, compile): a row for the newest
+            if not benches and not validates and g[5] is not None:  # only other actions (run, compile): a row for the newest
                 rows.append(_row(position, key, task, None, None, g[2], g[3], labels, strings, g[5]))
 
         # runs, newest first, column by column (map and itemgetter keep 100,000 runs in C loops)

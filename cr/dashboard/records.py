@@ -470,6 +470,16 @@ def _latency(p: _Parts, key: str):
     return _num(_dict(p.metrics.get("latency_ns")).get(key))
 
 
+def _query_samples(p: _Parts):
+    """Samples in one timed query (what one latency figure covers: 1 is a per-sample latency,
+    more a per-batch one): samples / queries as measured, else the stated samples_per_query."""
+    samples, queries = p.metrics.get("samples"), p.metrics.get("queries")
+    if type(samples) is int and type(queries) is int and queries > 0 and samples >= queries:
+        return samples // queries
+    n = p.metrics.get("samples_per_query")
+    return n if type(n) is int and n > 0 else None
+
+
 # The summary's fields, in summary order. Append new ones at the end: the build's state files
 # keep summaries as lists, and an older one is padded with the empty values of the fields it lacks.
 TABLE = (
@@ -539,6 +549,8 @@ TABLE = (
     Field("mean_error", "number", lambda p: _num(p.validation.get("mean_error")), row="validate"),
     Field("mae", "number", lambda p: _num(p.validation.get("mae")), row="validate"),
     Field("rmse", "number", lambda p: _num(p.validation.get("rmse")), row="validate"),
+    # what a latency figure covers (the Pareto plot never puts per-sample and per-batch latencies on one axis)
+    Field("query_samples", "number", _query_samples, row="bench"),
 )
 FIELDS = tuple(f.name for f in TABLE)
 F = {name: i for i, name in enumerate(FIELDS)}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import CRError, NotFound
+from ..events import reporter
 from ..store.catalog import open_index
 
 __all__ = ["lock", "env_for", "install_missing"]
@@ -161,10 +162,14 @@ def install_missing(ref_or_lock: str | Path | dict, python: str | None = None, o
     if trust and any(sw["origin"] == "installable" for sw in first["software"]):
         consent(first["root"], True, f"installing what {first['root']} needs")
     installed = []
-    for sw in first["software"]:
-        if sw["origin"] == "installable":
-            env = install_locked(sw, interpreter=first["interpreter"], offline=offline, trusted=trust)
-            installed.append(env.to_dict())
+    todo = [sw for sw in first["software"] if sw["origin"] == "installable"]
+    for i, sw in enumerate(todo):
+        reporter().phase(f"install {first['root']}", f"installing {sw['name']} {sw.get('version') or ''}".rstrip(),
+                         f"{i + 1}/{len(todo)}")
+        env = install_locked(sw, interpreter=first["interpreter"], offline=offline, trusted=trust)
+        installed.append(env.to_dict())
+    if todo:
+        reporter().phase(f"install {first['root']}", None, f"{len(todo)} installed")
     final = lock(first["root"], python=first["interpreter"], requires=first.get("requires") or ()) if installed else first
     return {"installed": installed, "lock": final}
 

@@ -11,6 +11,8 @@
      "raw": {"latencies_ns": [...]} | {"latencies_ns_file", "format", "count", "sha256"},
      "error": null | {kind, message, hint, ...}, "runtime": {python, executable, pid},
      "machine": {start, end, during, summary} (benchmark: cr.run.monitor),
+     "image": {digest, id, solution, lock_sha256, software} (only inside an image that
+     `cr export solution` built: docs/containers.md),
      and every other key the action's child returned (a user action's own outputs)}
 
 Raw latencies are inline up to INLINE_MAX values; beyond, they go beside the record as
@@ -49,10 +51,41 @@ def component_entry(info: dict) -> dict:
     return entry
 
 
+def image_provenance() -> dict | None:
+    """The image this process runs in, when `cr export solution` built it: what the image
+    says of itself ($REEFKIT_IMAGE, a JSON file: solution, lock sha256, locked versions)
+    and what only its runner can know (an image cannot hold its own digest):
+    $REEFKIT_IMAGE_DIGEST (the manifest digest), else podman's /run/.containerenv imageid."""
+    import os
+
+    path = os.environ.get("REEFKIT_IMAGE")
+    if not path:
+        return None
+    from ..jsonio import loads, read_file
+
+    try:
+        info = loads(read_file(path, where=path), path)
+    except Exception:  # an unreadable file says so in the record; it never fails a run
+        info = {}
+    info = info if isinstance(info, dict) else {}
+    out = {"digest": os.environ.get("REEFKIT_IMAGE_DIGEST") or None, "id": None,
+           "solution": info.get("solution"), "lock_sha256": info.get("lock_sha256"),
+           "software": info.get("software")}
+    try:
+        with open("/run/.containerenv", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.strip().partition("=")
+                if key == "imageid":
+                    out["id"] = value.strip('"') or None
+    except OSError:
+        pass
+    return out
+
+
 def new(action: str, components: list[dict], backend: dict, config: dict, lock: dict | None, started: str) -> dict:
     from ..platform import current
 
-    return {
+    record = {
         "format": FORMAT,
         "uid": secrets.token_hex(8),
         "action": action,
@@ -73,12 +106,16 @@ def new(action: str, components: list[dict], backend: dict, config: dict, lock: 
         "error": None,
         "runtime": None,
     }
+    image = image_provenance()
+    if image is not None:
+        record["image"] = image
+    return record
 
 
 # keys the host owns: a child's result cannot set them (status, error, raw and backend_info
 # are taken from it below, each in its own way)
 RESERVED = frozenset({"format", "uid", "action", "status", "started", "ended", "cr_version", "components", "backend",
-                      "lock", "platform", "config", "raw", "error", "backend_info"})
+                      "lock", "platform", "config", "raw", "error", "backend_info", "image"})
 
 
 def complete(record: dict, result: dict, latencies: array | None) -> dict:

@@ -36,6 +36,7 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import CRError, StoreError
+from ..events import reporter
 from ..runtime.job import Job
 from ..results import record as records
 from . import launch
@@ -174,10 +175,39 @@ def run_action(
 
         trust.check_components([action_info], f"running action:{action}", open_index)
     host = load_host(action_info, None if shipped else action_info["path"])
+    task = f"{action} {ref}"
     run = ActionRun(action, ref, action_info, started, given=dict(params or {}), backend=backend,
                     backend_options=backend_options, variant=variant, dataset=dataset, split=split, lock=lock,
                     output=output, install=install, store=store, layered=layered, model_ref=model_ref,
-                    entry_point=entry_point, extra=dict(extra or {}), target=target)
+                    entry_point=entry_point, extra=dict(extra or {}), target=target, on_phase=_relay(task, reporter()))
+    said = reporter()
+    said.phase(task, "resolve")
+    ended = "failed"
+    try:
+        record = _run(host, run, action, action_info, shipped, entry_point, output, store)
+        ended = record.get("status") or "done"
+    except NotStored:
+        ended = "not stored"
+        raise
+    finally:
+        said.phase(task, None, ended)
+    return record
+
+
+def _relay(task: str, said):
+    """on_phase for the child's marks (cr.runtime.progress): each one a phase of task, told
+    to said (this thread's reporter: the marks arrive on a reader thread of their own)."""
+    def on_phase(name: str, info: dict) -> None:
+        detail = f"{info['samples']} samples" if isinstance(info.get("samples"), int) else ""
+        said.phase(task, name, detail, _seconds(info.get("expect_s")), _seconds(info.get("max_s")))
+    return on_phase
+
+
+def _seconds(value) -> float | None:
+    return float(value) if type(value) in (int, float) and value >= 0 else None
+
+
+def _run(host, run, action: str, action_info: dict, shipped: bool, entry_point, output, store) -> dict:
     host.settle(run)
     host.check(run)
     the_lock, env, python = host.where(run)
@@ -191,10 +221,11 @@ def run_action(
         {**entry.to_dict(), "options": run.target.options, "info": None} if entry is not None else None,
         host.config(run),
         the_lock,
-        started,
+        run.started,
     )
     try:
         host.before_launch(run, job, record)
+        reporter().phase(f"{action} {run.ref}", "load")  # the child's start, its framework and the model
         result, latencies = host.launch(run, job, python, env)
         records.complete(record, result, latencies)
         host.after_child(run, record, result)

@@ -10,7 +10,8 @@ def describe(ref, verify: bool = True, prefer_repo: str | None = None) -> dict:
     (None when it has none). prefer_repo: the copy in that repository (an unpacked
     archive's, to review it).
 
-    NotFound (a CRError) when nothing matches, or prefer_repo holds no such component."""
+    NotFound (a CRError) when nothing matches, or prefer_repo holds no such component;
+    RepoError when no repository is named prefer_repo."""
     from ..errors import NotFound
     from ..store.catalog import show as catalog_show
     from ..store.refs import parse_ref
@@ -18,6 +19,9 @@ def describe(ref, verify: bool = True, prefer_repo: str | None = None) -> dict:
     parsed = parse_ref(ref) if isinstance(ref, str) else ref
     info = catalog_show(parsed, verify=verify, prefer_repo=prefer_repo)
     if prefer_repo is not None and info["repo"] != prefer_repo:
+        from ..store.registry import find_repo
+
+        find_repo(prefer_repo)  # no repository of that name: say so (cr find --repo would fail the same way)
         raise NotFound(f"repository {prefer_repo!r} holds no {parsed}",
                        hint=f"cr find {parsed.kind} --repo {prefer_repo} lists what it holds")
     if parsed.kind == "model":

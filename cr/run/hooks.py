@@ -70,6 +70,7 @@ class ActionRun:
     target: object = None  # cr.run.target.Target, once settled
     params: dict | None = None
     state: dict = field(default_factory=dict)  # the host's own notes between its steps
+    on_phase: object = None  # on_phase(name, info) for the child's phase marks (cr.run.launch.run_job)
 
     @property
     def action_ref(self) -> str:
@@ -119,7 +120,7 @@ class ActionHost:
         """(result, latencies) of the child run for job (cr.run.launch.run_job)."""
         from . import launch
 
-        return launch.run_job(job, python=python, env=env, timeout=run.params.get("timeout_s"))
+        return launch.run_job(job, python=python, env=env, timeout=run.params.get("timeout_s"), on_phase=run.on_phase)
 
     def after_child(self, run: ActionRun, record: dict, result: dict) -> None:
         pass

@@ -27,6 +27,7 @@ from ..procs import die_with_parent, stop_group
 from ..results.latencies import read_child
 from ..runtime.child import BOOTSTRAP
 from ..runtime.job import Job
+from ..runtime.progress import ENV as PROGRESS_ENV
 
 CR_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 TAIL_LINES = 30
@@ -64,8 +65,12 @@ def _failed(kind: str, message: str, hint: str, **fields) -> dict:
     return {"status": "failed", "error": {"kind": kind, "message": message, "hint": hint, **fields}}
 
 
-def run_job(job: Job | dict, python: str | None = None, env: dict | None = None, timeout: float | None = None) -> tuple[dict, array | None]:
+def run_job(job: Job | dict, python: str | None = None, env: dict | None = None, timeout: float | None = None,
+            on_phase=None) -> tuple[dict, array | None]:
     """Run job in a child (python: the interpreter, env: its environment); (result, latencies).
+
+    on_phase(name, info): called (from a reader thread) with each phase the child marks at a
+    phase boundary (cr.runtime.progress: warm-up, steady with its expected duration, ...).
 
     A dict is read as Job fields (Job.from_dict) and checked here, before any child starts.
     A benchmark's child is watched by cr.run.monitor: its result gains "machine" and
@@ -73,14 +78,14 @@ def run_job(job: Job | dict, python: str | None = None, env: dict | None = None,
     """
     watch: list = []
     try:
-        result, latencies = _run_child(job, python, env, timeout, watch)
+        result, latencies = _run_child(job, python, env, timeout, watch, on_phase)
     except BaseException:
         monitor.abandon(watch)
         raise
     return monitor.finish(watch[0] if watch else None, result, latencies), latencies
 
 
-def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | None]:
+def _run_child(job, python, env, timeout, watch: list, on_phase=None) -> tuple[dict, array | None]:
     if not isinstance(job, Job):
         job = Job.from_dict(job)
     work = work_dir("job")
@@ -89,14 +94,22 @@ def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | No
         job_file.write_text(json.dumps(job.to_dict()), encoding="utf-8")
         interpreter = python or sys.executable
         cmd = [interpreter, "-c", BOOTSTRAP, CR_PACKAGE_DIR, str(job_file), str(result_file)]
+        relay = _PhaseRelay(on_phase) if on_phase is not None else None
+        if relay is not None:
+            env = {**(os.environ if env is None else env), PROGRESS_ENV: str(relay.write_fd)}
         with open(log_file, "wb") as log:
             try:
                 # own session: a timeout stops its whole group; death signal: it dies with cr
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                        start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL))
+                                        start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL),
+                                        pass_fds=(relay.write_fd,) if relay is not None else ())
             except OSError as exc:
+                if relay is not None:
+                    relay.close()
                 return _failed("error", f"cannot start the runtime interpreter {interpreter}: {exc.strerror or exc}",
                                "check the interpreter the lock names (cr resolve --json)"), None
+            if relay is not None:
+                relay.started()
             watch.append(monitor.start_for(job.action, proc.pid, timeline=bool((job.params or {}).get("sustained_s"))))
             try:
                 code = proc.wait(timeout=timeout)
@@ -110,6 +123,9 @@ def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | No
             except BaseException:  # Ctrl-C in cr: do not leave the child running
                 stop_group(proc, GRACE_S, reap=None)
                 raise
+            finally:
+                if relay is not None:
+                    relay.close()
         tail = _tail(log_file)
         last = tail.strip().splitlines()[-1] if tail.strip() else "no output"
         if code < 0:
@@ -136,3 +152,42 @@ def _run_child(job, python, env, timeout, watch: list) -> tuple[dict, array | No
         return result, latencies
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class _PhaseRelay:
+    """The pipe the child marks its phases on (cr.runtime.progress) and the thread that reads
+    it: it blocks on the pipe, so it costs nothing while the child measures."""
+
+    def __init__(self, on_phase):
+        import threading
+
+        self.on_phase = on_phase
+        self.read_fd, self.write_fd = os.pipe()
+        self._thread = threading.Thread(target=self._read, daemon=True, name="cr-phase-relay")
+
+    def started(self) -> None:
+        os.close(self.write_fd)  # the child holds the write end now: its exit ends the reader
+        self.write_fd = -1
+        self._thread.start()
+
+    def _read(self) -> None:
+        with os.fdopen(self.read_fd, "rb") as pipe:
+            for line in pipe:
+                try:
+                    mark = json.loads(line)
+                    name = mark.pop("phase")
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue  # not a mark: ignored, the run goes on
+                try:
+                    self.on_phase(str(name), mark)
+                except Exception:  # noqa: BLE001 - showing progress must never fail a run
+                    pass
+
+    def close(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)  # a grandchild holding the pipe open must not hold cr
+        elif not self._thread.ident:
+            os.close(self.read_fd)

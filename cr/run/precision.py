@@ -74,7 +74,8 @@ def backend_formats(backend: str) -> tuple[str, ...]:
         formats = getattr(registry.load_class(entry), "FORMATS", None)
     except registry.BackendError as exc:
         raise CRError(f"backend {backend!r} cannot be loaded here to see what it runs: {exc}",
-                      hint="install it: cr install software for the backend (cr backends lists them)") from None
+                      hint=f"install what it needs: cr install software NAME for each of {', '.join(registry.requirements(entry)) or 'its framework'}"
+                           " (cr find software lists the recipes)") from None
     return tuple(formats or ())
 
 

@@ -327,6 +327,9 @@ class _Told(Reporter):
         self.told = True
         self.inner.progress(task, done, total)
 
+    def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
+        self.inner.phase(task, name, detail, expect_s, max_s)  # a step, not something said to the user
+
 
 def _stamp_if_idle(source: str, report: dict, the_lock: dict, verified: list[dict], told: bool) -> None:
     """The ready stamp of a run that did nothing (nothing unpacked, pulled, installed,
@@ -468,8 +471,6 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
     command that installs it. When the store does not take a result, every action still
     runs, then NotStored carries all the records.
     """
-    from dataclasses import replace
-
     from .target import prepare
 
     sol = catalog.show(ref, verify=False)
@@ -500,7 +501,22 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
             raise CRError(f"{sol['ref']} needs software that is not installed here: {', '.join(the_lock['missing'])}",
                           hint=f"install it first: cr init solution {sol['name']} (or cr install software {the_lock['missing'][0]})")
     records, unstored = [], []
-    for i, act in enumerate(declared(sol["meta"], only)):
+    acts = declared(sol["meta"], only)
+    task = f"solution {sol['ref']}"
+    try:
+        _run_each(sol, acts, task, base, lock_file, kw, overrides, output_dir, store, install, records, unstored)
+    finally:
+        reporter().phase(task, None, f"{len(records)} action(s) run")
+    if unstored:
+        raise NotStored.combine(unstored, records)
+    return records
+
+
+def _run_each(sol, acts, task, base, lock_file, kw, overrides, output_dir, store, install, records, unstored) -> None:
+    from dataclasses import replace
+
+    for i, act in enumerate(acts):
+        reporter().phase(task, f"action {i + 1}/{len(acts)} {act['action']}")
         out = Path(output_dir) / f"{act['action']}-{i}.json" if output_dir else None
         given = (overrides or {}).get(act["action"]) or {}
         # the target settled above, with this action's declared params as its layer (below the
@@ -513,9 +529,6 @@ def run_declared(ref: str, only: str | None = None, overrides: dict | None = Non
             unstored.append(exc)
             record = exc.records[0]
         records.append(record)
-    if unstored:
-        raise NotStored.combine(unstored, records)
-    return records
 
 
 def own_stack(sol: dict, target, kw: dict) -> bool:

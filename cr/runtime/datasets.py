@@ -92,7 +92,9 @@ def _file(meta: dict, component_dir: str | None, ref: str) -> Path:
     if source.get("file") or meta.get("file"):
         path = Path(component_dir or ".") / (source.get("file") or meta["file"])
         if not path.is_file():
-            raise NotFound(f"{ref}: its file {path} does not exist", hint="restore it, or fix 'file' in the meta")
+            field = "/source/file" if source.get("file") else "/file"
+            raise NotFound(f"{ref}: its file {path} does not exist",
+                           hint=f"restore it, or fix {field} in the dataset's meta.json (cr show {ref} shows its folder and meta)")
         return path
     package, inner = source.get("package"), source.get("path")
     if not (package and inner):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from itertools import cycle
 
 from ..errors import CRError
-from . import modes, scenarios, stats, warmup
+from . import modes, progress, scenarios, stats, warmup
 
 
 @dataclass
@@ -100,14 +100,18 @@ def _benchmark(run, ready: list, backend, batches: list, batch_size: int, settin
         calls = -(-settings.samples_per_query // batch_size)
         feed = cycle(ready)
         queries = [tuple(next(feed) for _ in range(calls)) for _ in range(len(ready))]
+        progress.mark("warm-up", max_s=settings.warmup_max_s if settings.warmup_queries else 0)
         warm = warmup.warm_up(run, queries, settings, grouped=True)
+        _steady(settings, warm)
         per_query, items = calls * batch_size, queries
         if settings.sustained_s:
             lat, start, end, extra = _sustained(run, items, settings, grouped=True)
         else:
             lat, start, end = scenarios.grouped(run, queries, settings.min_queries, min_ns, max_ns)
     else:
+        progress.mark("warm-up", max_s=settings.warmup_max_s if settings.warmup_queries else 0)
         warm = warmup.warm_up(run, ready, settings)
+        _steady(settings, warm)
         per_query, items = batch_size, ready
         if settings.sustained_s:
             lat, start, end, extra = _sustained(run, items, settings)
@@ -116,6 +120,7 @@ def _benchmark(run, ready: list, backend, batches: list, batch_size: int, settin
                                                       settings.seed, max_ns)
         else:
             lat, start, end = scenarios.back_to_back(run, ready, settings.min_queries, min_ns, max_ns)
+    progress.mark("statistics")
     sustained = extra.pop("sustained", None)
     out = metrics(scenarios.Measurement(lat, per_query, start, end, extra), batch_size, settings)
     if sustained is not None:
@@ -124,9 +129,18 @@ def _benchmark(run, ready: list, backend, batches: list, batch_size: int, settin
     out["phases"] = warmup.phases(warm, out, lat)
     out["modes"] = modes.account(lat)
     if settings.fidelity:
+        progress.mark("fidelity")
         out["fidelity"] = warmup.fidelity(run, items, out, grouped=settings.scenario == "multi-stream",
                                           bare=warmup.framework_loop(backend, batches, ready))
     return Outcome(out, lat)
+
+
+def _steady(settings: Settings, warm: dict) -> None:
+    """Mark the measured phase, with its expected and longest duration, before it starts."""
+    medians = warm.get("window_medians_ns") or []
+    query_ns = medians[-1] if medians else (warm["seconds"] * 1e9 / warm["queries"] if warm.get("queries") else None)
+    expect, most = progress.steady_estimate(settings, query_ns)
+    progress.mark("steady", expect_s=expect, max_s=most)
 
 
 def _sustained(run, items: list, settings: Settings, grouped: bool = False):

@@ -38,12 +38,43 @@ class BadFrame(CRError):
     with a warning, or the end of the stream with strict."""
 
 
+# What reading a source needs, as software requirements: the run's lock includes them
+# (cr.run.run_host), so `--install` installs them and the runtime child can import them.
+# A folder's frames and annotated frames go through Pillow; a video file or a camera
+# through imageio and its ffmpeg plugin; an animated image through imageio's Pillow plugin.
+FOLDER_REQUIRES = ("software:pillow",)
+VIDEO_REQUIRES = ("software:imageio", "software:imageio-ffmpeg", "software:pillow")
+ANIMATED_REQUIRES = ("software:imageio", "software:pillow")
+ANNOTATE_REQUIRES = ("software:pillow",)
+# Where the reader is missing anyway (a given --lock, a solution's lock), what the error says.
+_READER_HINT = ("a stream's reader belongs in the run's lock: run the model itself (cr run model NAME --backend B "
+                "--stream SRC --install) so cr resolves and installs it, or add software:imageio and "
+                "software:imageio-ffmpeg to the solution's deps and cr init solution NAME again")
+
+
+def requirements(source: str, annotate: bool = False) -> tuple[str, ...]:
+    """The software requirement strings reading source (a --stream value) needs, plus Pillow
+    for annotate; decided from the source's name alone (nothing is opened or imported)."""
+    from .datasets import IMAGE_SUFFIXES
+
+    text = str(source)
+    if text.isdigit():
+        needs = VIDEO_REQUIRES
+    elif os.path.isdir(text):
+        needs = FOLDER_REQUIRES
+    elif Path(text).suffix.lower() in IMAGE_SUFFIXES:  # an animated GIF/WebP/TIFF: imageio through Pillow
+        needs = ANIMATED_REQUIRES
+    else:
+        needs = VIDEO_REQUIRES
+    return tuple(dict.fromkeys((*needs, *(ANNOTATE_REQUIRES if annotate else ()))))
+
+
 def _imageio(what: str):
     try:
         import imageio.v2 as imageio
     except ImportError as exc:
         raise CRError(f"reading {what} needs imageio, which this environment cannot import ({exc})",
-                      hint="install it where the model runs: cr install software imageio (and imageio-ffmpeg for video)") from None
+                      hint=_READER_HINT) from None
     return imageio
 
 
@@ -123,7 +154,8 @@ def frames(source: str) -> Iterator[tuple[str, object]]:
             reader = imageio.get_reader(f"<video{index}>")
         except Exception as exc:  # imageio raises plain exceptions for a missing device or backend
             raise CRError(f"cannot open camera {index}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
-                          hint="a camera needs imageio's ffmpeg plugin (pip install imageio-ffmpeg) and access to the device") from None
+                          hint="a camera needs imageio's ffmpeg plugin (software:imageio-ffmpeg in the run's lock: "
+                               "cr run model NAME --backend B --stream 0 --install) and access to the device") from None
         return _reader_frames(reader, "camera")
     path = Path(text)
     if path.is_dir():
@@ -136,8 +168,18 @@ def frames(source: str) -> Iterator[tuple[str, object]]:
         reader = imageio.get_reader(str(path))
     except Exception as exc:
         raise CRError(f"cannot read {path} as a video: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
-                      hint="video files need imageio's ffmpeg plugin: pip install imageio-ffmpeg (cr install software imageio-ffmpeg)") from None
+                      hint=_video_hint(exc)) from None
     return _reader_frames(reader, "frame ")
+
+
+def _video_hint(exc: Exception) -> str:
+    """What to do when imageio cannot open a file: its ffmpeg plugin is missing (the reader is not
+    in the run's lock), or the file is not a video ffmpeg reads."""
+    try:
+        import imageio_ffmpeg  # noqa: F401
+    except ImportError:
+        return _READER_HINT
+    return "check that the file is a video ffmpeg can read (a folder of frames works too)"
 
 
 def annotate(image, entry: dict, path: Path) -> None:

@@ -222,7 +222,9 @@ def load_recipe(name: str, index=None) -> Recipe:
         except NotFound:
             broken = _invalid_recipe_error(name, index)
             if broken:
-                raise InvalidMeta(f"the recipe for software {name!r} is invalid: {broken}", hint="fix the recipe; cr check software shows every problem") from None
+                where, why = broken
+                raise InvalidMeta(f"the recipe for software {name!r} is invalid: {why}",
+                                  hint=f"fix the recipe; cr check {where} shows every problem") from None
             raise NotFound(f"unknown software {name!r}: no recipe for it", hint="cr find software lists the recipes") from None
         return _recipe(comp, index.meta_of(comp), index)
     finally:
@@ -241,8 +243,10 @@ def _recipe(comp, meta: dict, index) -> Recipe:
     return Recipe.from_meta(meta, str(comp.meta_path), comp.repo, component_trusted(comp, meta, index))
 
 
-def _invalid_recipe_error(name: str, index=None) -> str | None:
-    """The indexed error of a recipe for `name` that failed validation (so is not searchable)."""
+def _invalid_recipe_error(name: str, index=None) -> tuple[str, str] | None:
+    """(its file, shell-quoted; the indexed error) of a recipe for `name` that failed validation
+    (so is not searchable)."""
+    import shlex
     from pathlib import Path
 
     own = index is None
@@ -254,7 +258,7 @@ def _invalid_recipe_error(name: str, index=None) -> str | None:
         for _repo, path, error in index.invalid():
             p = Path(path)
             if p.parent.name == name or (p.parent.parent.name == name and p.parent.parent.parent.name == "software"):
-                return error
+                return shlex.quote(str(path)), error
     finally:
         if own:
             index.close()

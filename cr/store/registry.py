@@ -123,7 +123,7 @@ def find_repo(name: str, home: Path | None = None) -> Repo:
         if repo.name == name:
             return repo
     names = ", ".join(r.name for r in all_repos(home))
-    raise RepoError(f"no repository named {name!r}", hint=f"registered repositories: {names}")
+    raise RepoError(f"no repository named {name!r}", hint=f"registered repositories: {names} (cr repo list shows them)")
 
 
 class _Lock:

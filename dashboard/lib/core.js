@@ -22,7 +22,7 @@
   var UID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
   var hook = window.CR_DASHBOARD = {
-    ready: false, view: "", renders: 0, rowsTotal: 0, rowsShown: 0, rowsFiltered: 0,
+    ready: false, view: "", renders: 0, rowsTotal: 0, rowsShown: 0, rowsFiltered: 0, rowsHidden: 0,
     paretoPoints: 0, pareto: null, firstRowsAt: null, errors: []
   };
   window.addEventListener("error", function (e) { hook.errors.push(String(e.message || e)); });
@@ -40,7 +40,8 @@
     filters: { task: "", dataset: "", name: "", backend: "", platform: "", precision: "", scenario: "", config: "", q: "" },
     sort: { col: null, dir: 1 }, page: 0, pageSize: 100, selected: new Set(),
     paretoX: null, paretoLog: true, charts: [], token: 0, view: null,
-    cache: null, rowsByKey: null, partial: {}
+    cache: null, rowsByKey: null, partial: {},
+    showHidden: false  // the leaderboard lists failed and figure-less rows too (views/leaderboard.js)
   };
 
   // ---------------------------------------------------------------- ordered tables

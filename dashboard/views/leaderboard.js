@@ -4,6 +4,12 @@
  * (detection.js adds AP and AP50 after Top-1): {id: the row's column name in data/index.js,
  * label, num, desc (sorts high first), fmt(value) or cell(row) -> nodes, sortValue(row),
  * optional (shown only when some row has a number), title}.
+ *
+ * First view: rows with figures come first, and rows that failed or have no figure at all
+ * (every number column blank: a `cr run` record, a failed benchmark) are behind a toggle
+ * that says how many there are ("3 failed or without figures: show"). The table scrolls
+ * inside its own box with the model column pinned (style.css), so a laptop's 1366 px never
+ * cuts its last columns off the page.
  */
 (function () {
   "use strict";
@@ -70,6 +76,37 @@
       title: "emulated (" + m[1] + "): its figures say how fast the emulator runs the code, not how fast the board is" }, "emulated")];
   }
 
+  // Number columns that count as figures (the run count and the date are no measurement).
+  var NOT_FIGURES = { runs: 1, latest: 1 };
+  function figureColumns() {
+    return COLUMNS.all().filter(function (c) { return c.num && !NOT_FIGURES[c.id]; });
+  }
+  // A row behind the toggle: one that failed, or one with no figure in any number column.
+  // Kept on the row (rows never change), so sorting and filtering again costs a property read.
+  function isHidden(r, figures) {
+    if (r._hidden === undefined) {
+      var hidden = !!r.error || r.bench_status === "failed" || r.validate_status === "failed";
+      if (!hidden) {
+        hidden = true;
+        for (var i = 0; i < figures.length; i++) if (isNum(r[figures[i].id])) { hidden = false; break; }
+      }
+      r._hidden = hidden;
+    }
+    return r._hidden;
+  }
+  // The filtered, sorted rows split in two (order kept within each): those with figures, and
+  // the failed or figure-less ones, which follow when shown.
+  var split = { source: null, shown: null, hidden: null };
+  function splitRows(rows) {
+    if (split.source !== rows) {
+      var figures = figureColumns(), shown = [], hidden = [];
+      rows.forEach(function (r) { (isHidden(r, figures) ? hidden : shown).push(r); });
+      split = { source: rows, shown: shown, hidden: hidden };
+    }
+    return split;
+  }
+  C.leaderboardSplit = splitRows;
+
   function visibleColumns() {
     return COLUMNS.all().filter(function (c) {
       return !c.optional || S.rows.some(function (r) { return isNum(r[c.id]); });
@@ -86,6 +123,9 @@
     var table = h("table", { class: "board", id: "leaderboard" }, h("thead", null, headRow), tbody);
     var pager = h("div", { class: "pager", "data-pager": "bottom" });
     var topPager = h("div", { class: "pager", "data-pager": "top" });
+    var hiddenToggle = h("button", { type: "button", "data-action": "toggle-hidden", "aria-pressed": "false",
+      on: { click: function () { S.showHidden = !S.showHidden; S.page = 0; refresh(); } } });
+    var hiddenNote = h("span", { class: "sub", "data-part": "hidden-note" });
 
     columns.forEach(function (c) {
       var th = h("th", { scope: "col", class: "sortable" + (c.num ? " num" : ""), "data-col": c.id, title: c.title || null,
@@ -109,7 +149,14 @@
     }
 
     function refresh() {
-      var rows = filteredRows();
+      var parts = splitRows(filteredRows());
+      var rows = S.showHidden ? parts.shown.concat(parts.hidden) : parts.shown;
+      var nHidden = parts.hidden.length;
+      hiddenToggle.textContent = fmtInt(nHidden) + " failed or without figures: " + (S.showHidden ? "hide" : "show");
+      hiddenToggle.setAttribute("aria-pressed", S.showHidden ? "true" : "false");
+      hiddenToggle.disabled = nHidden === 0;
+      hiddenNote.textContent = nHidden === 0 ? "" : S.showHidden ? "listed after the rows with figures"
+        : "(failed runs, and runs such as cr run that measure nothing)";
       var pages = Math.max(1, Math.ceil(rows.length / S.pageSize));
       S.page = Math.min(S.page, pages - 1);
       var start = S.page * S.pageSize, shown = rows.slice(start, start + S.pageSize);
@@ -134,11 +181,13 @@
       tbody.appendChild(body);
       if (!rows.length) {
         tbody.appendChild(h("tr", null, h("td", { colspan: columns.length + 1, class: "note" },
-          S.rows.length ? "No row matches the filters." : "No results yet.")));
+          !S.rows.length ? "No results yet." : nHidden ? "No row with figures matches: " + fmtInt(nHidden) +
+            " failed or without figures are hidden." : "No row matches the filters.")));
       }
       table.setAttribute("data-total", rows.length);
       hook.rowsTotal = S.rows.length;
       hook.rowsFiltered = rows.length;
+      hook.rowsHidden = S.showHidden ? 0 : nHidden;
       hook.rowsShown = shown.length;
       fillPager(pager, rows, start, shown, pages);
       fillPager(topPager, rows, start, shown, pages);
@@ -149,7 +198,7 @@
       clear(pager);
       pager.appendChild(h("span", { "data-pager": "range" }, rows.length
         ? "Rows " + fmtInt(start + 1) + "\u2013" + fmtInt(start + shown.length) + " of " + fmtInt(rows.length) +
-          (rows.length !== S.rows.length ? " (filtered from " + fmtInt(S.rows.length) + ")" : "")
+          (split.source.length !== S.rows.length ? " (filtered from " + fmtInt(S.rows.length) + ")" : "")
         : "0 rows"));
       pager.appendChild(h("button", { type: "button", "data-action": "prev", disabled: S.page === 0,
         on: { click: function () { S.page--; refresh(); } } }, "\u2039 Previous"));
@@ -166,9 +215,9 @@
     main.appendChild(h("h1", null, "Leaderboard"));
     main.appendChild(h("p", { class: "note" }, "One row per model or solution, backend, variant, precision, platform, " +
       "scenario and run configuration (Config: threads, batch size, engine, inputs, backend options): the latest benchmark " +
-      "joined with the latest validation of the same configuration and dataset. Click a column to sort."));
+      "joined with the latest validation of the same configuration and dataset; rows with figures first. Click a column to sort."));
     main.appendChild(filterBar(refresh));
-    main.appendChild(h("div", { class: "toolbar" }, compareButton, selectionNote));
+    main.appendChild(h("div", { class: "toolbar" }, compareButton, selectionNote, hiddenToggle, hiddenNote));
     main.appendChild(topPager);
     main.appendChild(h("div", { class: "table-wrap" }, table));
     main.appendChild(pager);

@@ -24,7 +24,7 @@
   var LINEAR_LIMIT = 1e12, LOG_LOW = 1e-200, LOG_HIGH = 1e200;  // beyond these a value is not drawn (and counted as left out)
   var figure = C.pareto.figure;
   var MEASURES = {
-    p50: { title: "p50 latency (ms, lower is better)", better: -1, log: true, what: "a p50 latency", word: "faster",
+    p50: { title: "p50 latency (ms, lower is better)", better: -1, log: true, what: "a p50 latency", word: "faster", latency: true,
            get: function (r) { return isNum(r.p50_ns) && r.p50_ns > 0 ? r.p50_ns / 1e6 : null; },
            fig: function (r) { return figure(r, r.p50_ns, r.p50_lo, r.p50_hi); } },
     throughput: { title: "throughput (samples/s, higher is better)", better: 1, log: true, what: "a throughput", word: "higher in throughput",
@@ -37,6 +37,40 @@
               get: function (r) { return isNum(r.peak_rss) && r.peak_rss > 0 ? r.peak_rss / 1048576 : null; },
               fig: function (r) { return figure(r, r.peak_rss); } }
   };
+  // One latency definition per axis. A latency figure is the time of one query: a query of one
+  // sample gives a per-sample latency, a query of a batch (offline, batch > 1, multi-stream) a
+  // per-batch one, and the two never share an axis. Rows carry "query_samples" (samples in one
+  // query, as measured); a row of an older build has its configuration label's batch= (or
+  // samples_per_query= in multi-stream) instead; a row with neither is left out and counted.
+  var LATENCY_KINDS = {
+    sample: { label: "per sample", title: "p50 latency per sample (ms, queries of 1 sample; lower is better)",
+              what: "a per-sample p50 latency" },
+    batch: { label: "per batch", title: "p50 latency per batch (ms per query of several samples; lower is better)",
+             what: "a per-batch p50 latency" }
+  };
+  function querySamples(r) {
+    if (isNum(r.query_samples) && r.query_samples >= 1) return r.query_samples;
+    var word = r.scenario === "multi-stream" ? "samples_per_query" : "batch";
+    var m = new RegExp("(?:^| )" + word + "=(\\d+)(?: |$)").exec(r.config || "");
+    return m ? parseInt(m[1], 10) : null;
+  }
+  function latencyKind(r) {
+    var n = querySamples(r);
+    return n === null ? null : n === 1 ? "sample" : "batch";
+  }
+  C.latencyKind = latencyKind;
+  // The measure restricted to one latency definition (its title and what it lacks say which).
+  function ofKind(measure, kind) {
+    if (!measure.latency) return measure;
+    var k = LATENCY_KINDS[kind], out = Object.assign({}, measure);
+    out.title = k.title;
+    out.what = k.what;
+    out.kind = kind;
+    out.get = function (r) { return latencyKind(r) === kind ? measure.get(r) : null; };
+    return out;
+  }
+  C.latencyOfKind = ofKind;
+
   // A measure's figure with its interval (a measure without fig(): its plotted value, no interval).
   function figOf(measure, r) { return measure.fig ? measure.fig(r) : figure(r, measure.get(r)); }
   // Accuracy plots: one frontier per task, dataset and platform. Performance plots (every
@@ -91,6 +125,16 @@
         || !S.rows.some(function (r) { return MEASURES.p50.get(r) !== null; }) ? "latency" : "latency-throughput";
     }
 
+    if (!LATENCY_KINDS[S.paretoLatency]) {  // first visit: per sample when some row has it, else per batch
+      S.paretoLatency = S.rows.some(function (r) { return MEASURES.p50.get(r) !== null && latencyKind(r) === "sample"; })
+        || !S.rows.some(function (r) { return latencyKind(r) === "batch"; }) ? "sample" : "batch";
+    }
+    var latencyPick = h("select", { "data-control": "latency", "aria-label": "latency definition", on: { change: function () {
+      S.paretoLatency = latencyPick.value; draw(); } } },
+      Object.keys(LATENCY_KINDS).map(function (k) { return h("option", { value: k, text: LATENCY_KINDS[k].label }); }));
+    latencyPick.value = S.paretoLatency;
+    var latencyLabel = h("label", { title: "a latency is the time of one query: of one sample, or of a batch; the two are never on one axis" },
+      "Latency ", latencyPick);
     var axis = h("select", { "data-control": "x-axis", "aria-label": "what to plot", on: { change: function () {
       S.paretoX = axis.value; draw(); } } },
       PLOTS.all().map(function (p) { return h("option", { value: p.id, text: p.label }); }));
@@ -105,7 +149,7 @@
 
     main.appendChild(h("h1", null, "Pareto plot"));
     main.appendChild(filterBar(draw));
-    main.appendChild(h("div", { class: "toolbar" }, h("label", null, "Plot ", axis),
+    main.appendChild(h("div", { class: "toolbar" }, h("label", null, "Plot ", axis), latencyLabel,
       h("label", null, logBox, " logarithmic axes (latency, throughput, memory)")));
     main.appendChild(legend);
     main.appendChild(hover);
@@ -117,7 +161,7 @@
               r.backend + " " + r.backend_version + ", " + (r.variant || "") + (r.precision ? " " + r.precision : "") +
                 (r.config ? " [" + r.config + "]" : ""),
               r.platform_label + (r.task || r.dataset ? " \u00B7 " + [r.task, r.dataset].filter(Boolean).join(", ") : ""),
-              "top-1 " + fmtPct(r.top1) + ", p50 " + fmtDur(r.p50_ns) + ", " + fmtRate(r.throughput) + ", " + fmtBytes(r.peak_rss)];
+              "top-1 " + fmtPct(r.top1) + ", p50 " + fmtDur(r.p50_ns) + latencyWords(r) + ", " + fmtRate(r.throughput) + ", " + fmtBytes(r.peak_rss)];
     }
 
     function draw() {
@@ -125,6 +169,9 @@
       track(loadChart().then(function (Chart) {
         if (token !== S.token) return;
         var plot = plotById(S.paretoX) || plotById("latency");
+        plot.x = ofKind(plot.x, S.paretoLatency);
+        plot.y = ofKind(plot.y, S.paretoLatency);
+        latencyLabel.hidden = !plot.x.latency && !plot.y.latency;
         var xLog = S.paretoLog && plot.x.log, yLog = S.paretoLog && plot.y.log;
         var rows = filteredRows();
         var sets = new Map(), groups = new Map(), count = 0, missing = 0, plotted = [];
@@ -218,12 +265,22 @@
         box.setAttribute("data-points", count);
         box.setAttribute("data-drawn", drawn);
         box.setAttribute("data-plot", plot.id);
+        box.setAttribute("data-latency", plot.x.kind || plot.y.kind || "");
+        var otherKind = 0;  // rows the other latency definition would plot
+        if (plot.x.latency || plot.y.latency) {
+          var other = S.paretoLatency === "sample" ? "batch" : "sample", base = plotById(plot.id) || plotById("latency");
+          var ox = ofKind(base.x, other), oy = ofKind(base.y, other);
+          rows.forEach(function (r) { if (ox.get(r) !== null && oy.get(r) !== null) otherKind++; });
+        }
         box.setAttribute("data-frontiers", frontiers.length);
         hook.paretoPoints = count;
         hook.pareto = describeChart(Chart, chart, plot, plotted, frontiers);
         note.textContent = fmtInt(count) + (count === 1 ? " point" : " points") + (missing ? "; " + fmtInt(missing) +
           (missing === 1 ? " row is" : " rows are") + " left out because " + (missing === 1 ? "it lacks " : "they lack ") +
-          plot.x.what + " or " + plot.y.what + " that can be drawn" : "") + ". Lines: the Pareto frontier of each " +
+          plot.x.what + " or " + plot.y.what + " that can be drawn" : "") +
+          (otherKind ? " (" + fmtInt(otherKind) + " of them measure latency " + (S.paretoLatency === "sample" ? "per batch" : "per sample") +
+            ": choose Latency: " + (S.paretoLatency === "sample" ? "per batch" : "per sample") + ")" : "") +
+          ". Lines: the Pareto frontier of each " +
           (plot.accuracy ? "task, dataset and platform" : "task, scenario and platform") + " joins the points no other point of " +
           "the same dominates, by cr.results.pareto's rule: " + C.pareto.RULE + " (95% intervals from each record's IQR, stdev " +
           "and count, or samples judged). Ringed: tied with a front point (hover it to see which); faint: dominated." +
@@ -235,6 +292,11 @@
       }));
     }
     draw();
+  }
+
+  function latencyWords(r) {
+    var n = querySamples(r);
+    return n === null || !isNum(r.p50_ns) ? "" : n === 1 ? " per sample" : " per batch of " + fmtInt(n);
   }
 
   function rowName(p) { var o = S.rows[p.row]; return o.name + " " + o.backend + (o.config ? " [" + o.config + "]" : ""); }
@@ -275,7 +337,8 @@
       var scale = chart.scales[id], font = Chart.helpers.toFont(scale.options.ticks.font);
       ctx.save();
       ctx.font = font.string;
-      out[id] = { type: scale.type, min: scale.min, max: scale.max, rotation: scale.labelRotation || 0, labels: [] };
+      out[id] = { type: scale.type, min: scale.min, max: scale.max, rotation: scale.labelRotation || 0, labels: [],
+                  title: scale.options.title && scale.options.title.text };
       scale.ticks.forEach(function (tick, i) {
         var label = Array.isArray(tick.label) ? tick.label.join(" ") : String(tick.label === undefined ? "" : tick.label);
         if (!label) return;

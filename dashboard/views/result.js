@@ -158,9 +158,11 @@
       if (token !== S.token) return;
       clear(hist);
       var key = all.keys.has(rec.uid) ? all.keys.get(rec.uid) : row ? row.key : null;
-      var runs = key === null ? [] : all.byKey.get(key) || [];
+      var runs = sameConfiguration(rec, row, key === null ? [] : all.byKey.get(key) || []);
       if (!runs.length) return;
       hist.appendChild(h("h2", null, "Runs of this configuration"));
+      hist.appendChild(h("p", { class: "note" }, "Same model or solution, variant and precision, backend, platform, " +
+        "scenario and configuration label (how long or how often a run measured is not part of it)."));
       hist.appendChild(objectTable(runs.slice(0, 100), [
         ["time", "Time", fmtDate], ["action", "Action"], ["status", "Status", badge], ["scenario", "Scenario"],
         ["config", "Config"], ["p50_ns", "p50", fmtDur], ["throughput", "Throughput", fmtRate], ["top1", "Top-1", fmtPct],
@@ -169,6 +171,18 @@
       ], "runs"));
       if (runs.length > 100) hist.appendChild(h("p", { class: "note" }, "The newest 100 of " + runs.length + " runs."));
     }, function () { clear(hist); add(hist, [h("h2", null, "Runs of this configuration"), h("p", { class: "note" }, "data/runs.js did not load.")]); }));
+  }
+
+  // The runs of one configuration: the builder groups runs by model or solution, backend,
+  // variant, precision and platform (data/runs.js "key"); within that, a configuration is also
+  // the scenario and the configuration label (cr.results.summary.config_label: the settings
+  // that change what is measured, never min_duration_s, max_duration_s, warmup_* and the other
+  // measurement knobs), exactly as leaderboard rows are told apart.
+  function sameConfiguration(rec, row, runs) {
+    var own = runs.filter(function (r) { return r.uid === rec.uid; })[0];
+    var scenario = own ? own.scenario || "" : row ? row.scenario || "" : "";
+    var config = own ? own.config || "" : row ? row.config || "" : "";
+    return runs.filter(function (r) { return (r.scenario || "") === scenario && (r.config || "") === config; });
   }
 
   function reproductionSection(repro) {

@@ -17,6 +17,7 @@ import time
 from ...errors import CRError
 from ..backends.base import check_inputs
 from ..datasets import DatasetInputs
+from .. import progress
 from ..harness import Settings, benchmark
 from ..inputs import SyntheticInputs, batch_size_for
 from .common import load_dataset, open_backend, preprocess
@@ -44,6 +45,7 @@ def main(job: dict) -> dict:
     try:
         declared = opened.input_specs()
         batch_size = batch_size_for(declared, params.get("batch_size"), opened.ref)
+        progress.mark("inputs")
         pool = int(params.get("input_pool", 16))
         mode = params.get("inputs", "auto")
         if mode == "auto":
@@ -75,6 +77,8 @@ def main(job: dict) -> dict:
         if params.get("engine", "cr") == "loadgen":
             from .. import loadgen
 
+            expect, most = progress.steady_estimate(settings, None)
+            progress.mark("loadgen", expect_s=expect, max_s=most)  # LoadGen warms up and measures in one call
             outcome = loadgen.run(timed, pool_items, batch_size, settings, job["log_dir"])
         else:
             outcome = benchmark(timed, pool_items, batch_size, settings)

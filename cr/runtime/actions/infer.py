@@ -20,6 +20,7 @@ from ...errors import CRError
 from ..backends.base import check_inputs
 from ..datasets import DatasetInputs, Sample
 from .. import tasks
+from .. import progress
 from .common import as_list, fixed_batch, load_dataset, open_backend, postprocess, preprocess
 
 DEFAULT_BATCH = 32
@@ -37,6 +38,26 @@ def _file_samples(paths: list[str]) -> list:
         data = np.load(path, allow_pickle=False) if path.suffix == ".npy" else str(path)
         samples.append(Sample(path.name, data))
     return samples
+
+
+def _check_decodable(opened, samples: list) -> None:
+    """A file (not .npy) reaches the model as its path: only a decode step turns it into pixels.
+    Without one the path would meet the framework as a string ('str' object has no attribute
+    'dtype', blamed on the backend): name the case instead."""
+    paths = [s for s in samples if isinstance(s.data, str)]
+    if not paths or any(isinstance(st, dict) and st.get("op") == "decode" for st in opened.meta.get("preprocess") or []):
+        return
+    from ..backends.base import describe
+    from ..datasets import IMAGE_SUFFIXES
+
+    spec = (opened.input_specs() or [{}])[0]
+    name = Path(paths[0].data).name
+    what = "an image file" if Path(name).suffix.lower() in IMAGE_SUFFIXES else "a file that is not a .npy array"
+    raise CRError(f"{opened.ref} expects a tensor ({spec.get('name', 'input')!r}: {describe(spec.get('shape'), spec.get('dtype'))}) "
+                  f"and its pre-processing has no decode step, but input {name} is {what} (it would reach the model as "
+                  "a file path string)",
+                  hint=f"give -i FILE.npy holding an array the model's pre-processing takes (cr show {opened.ref} lists its "
+                       "steps), or run a model whose preprocess starts with a decode step on images")
 
 
 def _infer(opened, samples: list, batch_size: int | None, names: list | None = None):
@@ -198,6 +219,7 @@ def run(job: dict) -> dict:
         dataset = None
         if params.get("inputs"):
             samples = _file_samples(params["inputs"])
+            _check_decodable(opened, samples)
         else:
             dataset = load_dataset(job, limit=int(params.get("limit") or 8))
             samples = dataset.samples
@@ -405,6 +427,7 @@ def validate(job: dict) -> dict:
                               params.get("batch_size"), names)
         else:
             dataset = load_dataset(job, limit=params.get("limit"), need=None if keep else _need(task))
+            progress.mark("accuracy pass", samples=len(dataset.samples))
             rows = _infer(opened, dataset.samples, params.get("batch_size"), names)
         expected = dict(opened.meta.get("expected") or {})
         labelled = dataset is not None and (dataset.has_boxes if detection else dataset.has_targets(tasks.TARGETS[task])

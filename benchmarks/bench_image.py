@@ -1,0 +1,127 @@
+"""Image size and build time of `cr export solution` for lenet-digits-onnxruntime, and the
+single-stream p50 inside the image vs native on the same machine (interleaved rounds).
+
+    sudo .venv/bin/python benchmarks/bench_image.py                 # 5 rounds of 3 s each
+    sudo .venv/bin/python benchmarks/bench_image.py --rounds 1 --seconds 0.3   # tiny
+
+Builds run in a fresh CR_HOME after `cr init solution`: the first build (base root cached,
+or built first and timed apart), then a second build into another directory, whose digest
+must be the same (reproducibility). The container side runs the unpacked image with
+unshare + chroot and no network (cr.export.oci.sandbox_command), as podman would. Each
+round runs native then container (alternating which goes first) and reads the p50 from
+the record each prints; the figure is the median over rounds of container/native.
+Without root it prints the build figures it can and says why it skipped the rest.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE))
+SOLUTION = "lenet-digits-onnxruntime"
+
+
+def cr(*args, env, check=True, timeout=1800):
+    cmd = [str(Path(sys.executable).with_name("cr")), *args]
+    if not Path(cmd[0]).exists():
+        cmd = [sys.executable, "-m", "cr", *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if check and r.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def p50_of(stdout: str) -> float:
+    data = json.loads(stdout)
+    records = data if isinstance(data, list) else [data]
+    for rec in records:
+        if (rec.get("metrics") or {}).get("latency_ns"):
+            return rec["metrics"]["latency_ns"]["p50"]
+    raise SystemExit(f"no latency in {stdout[:300]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=3.0, help="--min-duration of each single-stream run")
+    ap.add_argument("--json", metavar="FILE")
+    a = ap.parse_args()
+
+    from cr.export import oci
+
+    work = Path(tempfile.mkdtemp(prefix="bench-image-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["CR_HOME"] = os.environ.get("CR_HOME") or str(work / "home")
+    out = {"solution": SOLUTION, "machine": f"{os.uname().machine}, {os.cpu_count()} cores (shared)"}
+    try:
+        cr("init", "solution", SOLUTION, env=env)
+        if os.geteuid() != 0:
+            print("container figures skipped: building and running the image root needs root")
+            out["skipped"] = "not root"
+            return
+        t0 = time.monotonic()
+        base = subprocess.run([str(HERE / "scripts" / "image-root.sh"), "amd64"], capture_output=True, text=True)
+        out["base_root_s"] = round(time.monotonic() - t0, 2)  # ~0 when cached
+        if base.returncode != 0:
+            print(f"container figures skipped: the base root did not build: {base.stderr.strip()[-300:]}")
+            out["skipped"] = "base root"
+            return
+        builds = []
+        for name in ("a", "b"):
+            t0 = time.monotonic()
+            r = cr("export", "solution", SOLUTION, "--oci", str(work / name), "--json", env=env)
+            builds.append((time.monotonic() - t0, json.loads(r.stdout)))
+        (t1, s1), (t2, s2) = builds
+        out.update(build_s=round(t1, 2), rebuild_s=round(t2, 2), digest=s1["digest"], reproducible=s1["digest"] == s2["digest"],
+                   compressed_bytes=s1["size"], layers=[{"comment": l["comment"][:60], "bytes": l["size"]} for l in s1["layers"]])
+        shutil.rmtree(work / "b")
+        root = work / "root"
+        root.mkdir()
+        t0 = time.monotonic()
+        config = oci.unpack(work / "a", root)
+        out["unpack_s"] = round(time.monotonic() - t0, 2)
+        out["unpacked_bytes"] = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and not f.is_symlink())
+        args = ["benchmark", "solution", SOLUTION, "--scenario", "single-stream", "--min-duration", str(a.seconds), "--json"]
+        # one untimed run on each side: the first run inside detects and resolves
+        cr(*args, env=env)
+        subprocess.run(oci.sandbox_command(root, config, args=args), capture_output=True, text=True, check=True)
+        native, inside = [], []
+        for i in range(a.rounds):
+            order = ("native", "container") if i % 2 == 0 else ("container", "native")
+            for side in order:
+                if side == "native":
+                    native.append(p50_of(cr(*args, env=env).stdout))
+                else:
+                    run = subprocess.run(oci.sandbox_command(root, config, args=args, env={"REEFKIT_IMAGE_DIGEST": s1["digest"]}),
+                                         capture_output=True, text=True)
+                    if run.returncode != 0:
+                        sys.exit(f"inside the image: {run.stdout}\n{run.stderr}")
+                    inside.append(p50_of(run.stdout))
+        ratios = [c / n for c, n in zip(inside, native)]
+        out.update(native_p50_ns=native, container_p50_ns=inside, ratio_median=statistics.median(ratios), ratios=ratios)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if "build_s" in out:
+            mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+            print(f"image of {SOLUTION}: {mib(out['compressed_bytes'])} compressed ({mib(out['unpacked_bytes'])} unpacked) "
+                  f"in {out['build_s']} s; rebuild {out['rebuild_s']} s, same digest: {out['reproducible']}; base root {out['base_root_s']} s")
+            for l in out["layers"]:
+                print(f"  {mib(l['bytes']):>10}  {l['comment']}")
+        if "ratio_median" in out:
+            print(f"single-stream p50, container / native, median of {a.rounds} interleaved rounds: {out['ratio_median']:.3f} "
+                  f"(native {statistics.median(out['native_p50_ns']) / 1e3:.1f} us, container {statistics.median(out['container_p50_ns']) / 1e3:.1f} us)")
+        if a.json:
+            Path(a.json).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

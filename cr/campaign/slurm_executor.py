@@ -1,0 +1,193 @@
+"""The Slurm executor: a campaign's jobs on `cr worker`s that run as Slurm jobs.
+
+    cr campaign run NAME --executor slurm --partition debug --time 10:00 -E workers=2
+    SlurmExecutor(partition="debug", time="10:00", workers=2).run(run)
+
+It starts a cr scheduler in this process (or uses the one given with --scheduler), submits
+one Slurm batch job per worker (cr.campaign.slurm.worker_script: partition, time, cores,
+memory, GPUs, account), waits for the workers to join, then runs the campaign exactly as the
+cluster executor does (cr.campaign.dask_executor's session and loop: placement refuses
+unplaceable jobs at once, archives and results cross the wire, so no shared file system is
+assumed). A worker job that Slurm ends (time limit, preemption, scancel) is a worker that
+left: its job runs again on another while --retries lasts. Every submitted Slurm job is
+cancelled (scancel) when the campaign ends, fails or is interrupted (Ctrl-C or SIGTERM).
+
+Before anything is submitted it refuses, with a hint: a Slurm that does not answer (sinfo
+fails), a partition sinfo does not list, and a --time shorter than the longest job this
+campaign's journal measured (a worker would be killed mid-job, every time).
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+from ..errors import CRError
+from . import slurm
+from .coordinator import Run
+from .executors import Executor, Option
+from .link import INSECURE_FLAG, address as full_address, as_tls, check_plain, split
+
+POLL_S = 2.0  # how often squeue is asked while the workers are awaited
+
+
+class SlurmExecutor(Executor):
+    """The jobs on cr workers started as Slurm batch jobs."""
+
+    name = "slurm"
+    summary = "on cr workers started as Slurm jobs (--partition P --time T, -E workers=N)"
+    OPTIONS = (
+        Option("partition", str, None, "the Slurm partition (default: the cluster's default one)", flag="--partition"),
+        Option("time", str, None, "each worker job's time limit, in Slurm's format (10:00, 1-00:00:00)", flag="--time"),
+        Option("workers", int, 1, "the number of cr worker jobs to submit"),
+        Option("cores", int, 1, "CPUs per worker job (--cpus-per-task)"),
+        Option("mem", str, None, "memory per worker job (--mem, e.g. 4G)"),
+        Option("gpus", int, None, "GPUs per worker job (--gres=gpu:N; default 1 when a platform target needs a GPU)"),
+        Option("account", str, None, "the Slurm account to charge (--account)"),
+        Option("command", str, "cr", "how the worker job starts cr on the node (cr must be installed there)"),
+        Option("output", str, "/dev/null", "where each worker job's output goes on its node (%j: the job id)"),
+        Option("trust", bool, False, "the workers run archives' install scripts and probes without asking"),
+        Option("scheduler", str, None, "a running cr scheduler to use (default: start one in this process)",
+               flag="--scheduler"),
+        Option("host", str, "127.0.0.1", "the address the scheduler started here listens on (the nodes must reach it)"),
+        Option("port", int, 0, "its port (0: any free one)"),
+        Option("retries", int, 2, "runs of a job again after its worker job ended mid-job", flag="--retries"),
+        Option("timeout", float, 300.0, "seconds to wait for the worker jobs to start and join", flag="--timeout"),
+        Option("connect_timeout", float, 10.0, "seconds to wait for the scheduler to answer", flag="--connect-timeout"),
+        Option("tls_ca_file", str, None, "TLS: the CA certificate (PEM); the same path on the nodes", flag="--tls-ca-file"),
+        Option("tls_cert", str, None, "TLS: the certificate (PEM); the same path on the nodes", flag="--tls-cert"),
+        Option("tls_key", str, None, "TLS: the private key (PEM); the same path on the nodes", flag="--tls-key"),
+        Option("insecure_no_tls", bool, False, "a scheduler off loopback without TLS", flag=INSECURE_FLAG),
+    )
+
+    def __init__(self, partition=None, time=None, workers=1, cores=1, mem=None, gpus=None, account=None, command="cr",
+                 output="/dev/null", trust=False, scheduler=None, host="127.0.0.1", port=0, retries=2, timeout=300.0,
+                 connect_timeout=10.0, tls_ca_file=None, tls_cert=None, tls_key=None, insecure_no_tls=False,
+                 security=None, noop=False):
+        from .link import security as tls
+
+        if workers is None or workers < 1:
+            raise CRError(f"executor 'slurm': option workers is {workers}, at least 1 is needed", hint="give -E workers=N, N >= 1")
+        if cores is not None and cores < 1:
+            raise CRError(f"executor 'slurm': option cores is {cores}, at least 1 is needed", hint="give -E cores=N, N >= 1")
+        self.limit = slurm.seconds(time) if time is not None else None  # a malformed --time is refused here
+        self.partition, self.time, self.workers, self.cores, self.mem = partition, time, workers, cores, mem
+        self.gpus, self.account, self.command, self.output, self.trust = gpus, account, command, output, bool(trust)
+        self.tls_files = (tls_ca_file, tls_cert, tls_key)
+        self.security = as_tls(security) if security is not None else tls(tls_ca_file, tls_cert, tls_key)
+        self.insecure = bool(insecure_no_tls)
+        self.scheduler = full_address(scheduler, self.security) if scheduler else None
+        self.host, self.port = host, port
+        if self.scheduler:
+            check_plain(split(self.scheduler)[0], self.security, self.insecure, "the scheduler is at")
+        else:
+            check_plain(host, self.security, self.insecure, "the scheduler would listen on")
+        self.retries, self.timeout, self.connect_timeout, self.noop = retries, timeout, connect_timeout, noop
+        self.submitted: list[str] = []  # the Slurm job ids of this run's workers
+
+    def where(self) -> str:
+        return f"Slurm partition {self.partition or '(default)'}, {self.workers} worker job(s)"
+
+    # -- checks before anything is submitted --------------------------------------------------
+
+    def check(self, run: Run) -> str:
+        """The partition to use; CRError for an unreachable Slurm, an unknown partition or a
+        time limit shorter than a job this campaign measured."""
+        known = slurm.partitions()
+        if self.partition and self.partition not in known:
+            raise CRError(f"Slurm has no partition {self.partition!r} (sinfo lists: {', '.join(sorted(known)) or 'none'})",
+                          hint="give --partition one of those (sinfo shows them)")
+        partition = self.partition or next((p for p, default in known.items() if default), None)
+        if self.limit is not None:
+            longest = slurm.longest_job(run.journal.events())
+            if longest is not None and longest[0] > self.limit:
+                raise CRError(f"--time {self.time} ({self.limit:g} s) is shorter than job {longest[1]} of campaign "
+                              f"{run.campaign.name} took ({longest[0]:.0f} s, measured by an earlier run): Slurm would "
+                              f"end each worker mid-job",
+                              hint=f"give --time at least {_slurm_time(longest[0] * 1.5 + 60)} (the longest job with a "
+                                   f"margin), or leave --time out for the partition's limit")
+        return partition
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self, run: Run) -> None:
+        from .dask_executor import Session, run_jobs
+
+        partition = self.check(run)
+        gpus = self.gpus if self.gpus is not None else int(any(j.uses_gpu for j in run.todo))
+        started = None
+        if self.scheduler is None:
+            from .cluster import Scheduler
+
+            started = Scheduler(self.host, self.port, self.security)
+            threading.Thread(target=started.serve, daemon=True, name="cr-slurm-scheduler").start()
+        addr = self.scheduler or started.address
+        restore = _sigterm_as_interrupt()
+        session = None
+        try:
+            session = Session(addr, self.security, self.connect_timeout)
+            script = slurm.worker_script(addr, self.command, partition, self.time, self.cores, self.mem, gpus,
+                                         self.account, self.output, self._worker_args())
+            for _ in range(self.workers):
+                self.submitted.append(slurm.submit(script))
+            self._await_workers(session)
+            run_jobs(run, session, self.retries, self.noop)
+        finally:  # ended, failed or interrupted: no worker job outlives the campaign
+            slurm.cancel(self.submitted)
+            if session is not None:
+                session.close()
+            if started is not None:
+                started.stop()
+            restore()
+
+    def _worker_args(self) -> list[str]:
+        args = ["--trust"] if self.trust else []
+        for flag, path in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), self.tls_files):
+            if path:
+                args += [flag, path]
+        if self.insecure:
+            args.append(INSECURE_FLAG)
+        return args
+
+    def _await_workers(self, session) -> None:
+        """Until every worker job joined, or --timeout passed with at least one joined; CRError
+        when none joined or every worker job ended first."""
+        deadline = time.monotonic() + self.timeout
+        next_poll = 0.0
+        ours = lambda: [n for n in session.workers if n.startswith("slurm-") and n[6:] in self.submitted]  # noqa: E731
+        while len(ours()) < self.workers:
+            now = time.monotonic()
+            if now >= deadline:
+                if ours():
+                    return
+                waiting = slurm.states(self.submitted)
+                said = ", ".join(f"{j} {s}" for j, s in sorted(waiting.items())) or "none is queued any more"
+                raise CRError(f"no cr worker joined within {self.timeout:g} s of submitting {len(self.submitted)} Slurm "
+                              f"job(s) ({said})",
+                              hint="check squeue for why they wait; raise --timeout; check that -E command starts reefkit's worker on "
+                                   "the nodes (-E output=/tmp/cr-worker-%j.out keeps what the workers print)")
+            if now >= next_poll:
+                next_poll = now + POLL_S
+                if not slurm.states(self.submitted) and not ours():
+                    raise CRError(f"the {len(self.submitted)} Slurm worker job(s) ended before their cr worker joined",
+                                  hint="check that reefkit is installed on the nodes (-E command=PATH/TO/cr) and that they "
+                                       "reach the scheduler; -E output=/tmp/cr-worker-%j.out keeps what they print")
+            session.next(min(0.5, max(0.0, deadline - now)))
+
+
+def _slurm_time(secs: float) -> str:
+    secs = int(secs + 59) // 60 * 60
+    return f"{secs // 3600}:{secs % 3600 // 60:02d}:00"
+
+
+def _sigterm_as_interrupt():
+    """SIGTERM (what a batch system or `kill` sends) ends the run like Ctrl-C, so the worker
+    jobs are cancelled and the journal records the jobs cut short. Returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, before)
