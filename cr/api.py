@@ -13,16 +13,12 @@ below), and is imported on first use, so ``import cr`` and ``cr --help`` stay li
 inside cr imports the owners, never this facade. Nothing here prints: warnings go to the
 Reporter (cr.events). CRError is raised for anything a user can fix.
 
-CLI -> function: cr find/show -> find/show; cr new/check/hash -> new/check/rehash;
-cr repo ... -> repo_*; cr resolve -> lock; cr env exec -> env_for; cr detect -> detect;
-cr install -> install / install_missing; cr benchmark/validate/run/compile MODEL ->
-benchmark/validate/parity/predict/compile_model (``cr.run`` is the package of the host-side
-runner, hence ``predict``); cr init solution -> create_solution/init_solution;
-cr benchmark solution -> run_solution; cr pack/unpack -> pack/unpack; cr reproduce ->
-reproduce; cr results ... -> result_store(); cr dashboard build -> build_dashboard;
-cr platform -> detect_platform; cr campaign show/run/status -> expand_campaign/run_campaign/
-campaign_status. ``import cr`` offers every name here except ``resolve``, which
-there is the subpackage cr.resolve: use ``cr.resolve_ref`` (or ``cr.api.resolve``).
+Every CLI command has its twin here: CLI_TWINS (below) names it, and CLI_ONLY says why the
+few without one have none (tests/test_api_twins.py walks the command tree and holds both to
+it). A twin returns what the command's --json prints (an object with to_dict(): that dict),
+and raises CRError where the command prints Error/Hint; docs/api.md shows each call.
+``import cr`` offers every name here except ``resolve``, which there is the subpackage
+cr.resolve: use ``cr.resolve_ref`` (or ``cr.api.resolve``).
 """
 from __future__ import annotations
 
@@ -33,7 +29,7 @@ _EXPORTS = {
     "FileCheck": "cr.store.catalog:FileCheck",
     "open_index": "cr.store.catalog:open_index",
     "find": "cr.store.catalog:find",
-    "show": "cr.store.catalog:show",
+    "show": "cr.run.describe:show",  # the catalog's show + a model's pinned package file
     "resolve": "cr.store.catalog:resolve",  # cr.api.resolve; as cr.resolve_ref on the package
     "resolve_ref": "cr.store.catalog:resolve",
     "matching": "cr.store.catalog:matching",
@@ -45,6 +41,8 @@ _EXPORTS = {
     "repo_pull": "cr.store.catalog:repo_pull",
     "repo_update": "cr.store.catalog:repo_update",
     "repo_rm": "cr.store.catalog:repo_rm",
+    "repo_trust": "cr.resolve.trusting:repo_trust",
+    "repo_untrust": "cr.resolve.trusting:repo_untrust",
     # authoring (cr.store.authoring)
     "CheckReport": "cr.store.authoring:CheckReport",
     "new": "cr.store.authoring:new",
@@ -53,6 +51,10 @@ _EXPORTS = {
     # planning and software (cr.resolve.plan, cr.software)
     "lock": "cr.resolve.plan:lock",
     "env_for": "cr.resolve.plan:env_for",
+    "env_exec": "cr.resolve.execute:env_exec",
+    "env_list": "cr.software.envcalls:env_list",
+    "env_show": "cr.software.envcalls:env_show",
+    "env_rm": "cr.software.envcalls:env_rm",
     "install_missing": "cr.resolve.plan:install_missing",
     "install": "cr.software.install:install",
     "detect": "cr.software.detect:detect",
@@ -64,6 +66,10 @@ _EXPORTS = {
     "validate": "cr.run.parity:validate",
     "parity": "cr.run.parity:parity",
     "compile_model": "cr.run.compile:compile_model",
+    "profile": "cr.run.profiling:profile",
+    "stream": "cr.run.streaming:stream",
+    "RunFailed": "cr.run.outcome:RunFailed",
+    "tune_model": "cr.tune:tune",  # cr.tune is the subpackage
     # solutions, archives, reproduction
     "create_solution": "cr.run.solution:create",
     "init_solution": "cr.run.solution:init",
@@ -71,13 +77,61 @@ _EXPORTS = {
     "reproduce": "cr.run.reproduce:reproduce",
     "pack": "cr.archive:pack",
     "unpack": "cr.archive:unpack",
+    "export_solution": "cr.export.image:export_solution",  # an OCI image of a locked solution
+    "export_campaign": "cr.export.k8s:export_campaign",  # Kubernetes manifests of a campaign
+    "pack_solution": "cr.run.packing:pack_solution",  # cr.pack + the reference results, the summary
+    "unpack_archive": "cr.run.packing:unpack_archive",  # cr.unpack + the pins checked here
     # campaigns: solutions x settings x platforms, here or on a Dask cluster
     "expand_campaign": "cr.campaign.runner:expand_campaign",
     "run_campaign": "cr.campaign.runner:run_campaign",
     "campaign_status": "cr.campaign.runner:campaign_status",
+    "campaign_show": "cr.campaign.calls:campaign_show",
+    "campaign_report": "cr.campaign.calls:campaign_report",
     # results and the dashboard
     "result_store": "cr.results.store:default_store",
+    "results_list": "cr.results.queries:results_list",
+    "results_show": "cr.results.queries:results_show",
+    "compare": "cr.results.queries:compare",
+    "results_pareto": "cr.results.queries:results_pareto",
+    "results_export": "cr.results.queries:results_export",
+    "results_rm": "cr.results.queries:results_rm",
+    "results_add": "cr.results.queries:results_add",
+    "results_reindex": "cr.results.queries:results_reindex",
+    "gate": "cr.run.gating:gate",
+    "gate_published": "cr.dashboard.gating:gate_published",
     "build_dashboard": "cr.dashboard.build:build",
+    "publish_git": "cr.dashboard.publish:publish_git",
+    "publish_upload": "cr.dashboard.upload:upload",
+}
+
+# Every leaf command of the CLI ("group command" as typed after `cr`) -> the name(s) of its
+# twin in this module; a command whose options pick between calls names each.
+CLI_TWINS = {
+    "find": "find", "show": "show", "new": "new", "check": "check", "hash": "rehash",
+    "repo list": "repo_list", "repo add": "repo_add", "repo init": "repo_init", "repo pull": "repo_pull",
+    "repo update": "repo_update", "repo rm": "repo_rm", "repo trust": "repo_trust", "repo untrust": "repo_untrust",
+    "platform": "detect_platform", "detect": "detect", "install": ("install", "install_missing"),
+    "resolve": "lock", "env exec": "env_exec", "env list": "env_list", "env show": "env_show", "env rm": "env_rm",
+    "benchmark": ("benchmark", "run_solution"), "validate": ("validate", "parity", "run_solution"),
+    "run": ("predict", "stream", "run_solution"),  # cr run MODEL --stream SRC -> stream
+    "do": "run_action", "profile": "profile", "compile": "compile_model",
+    "init": ("init_solution", "create_solution"), "reproduce": "reproduce", "pack": "pack_solution", "unpack": "unpack_archive",
+    "results list": "results_list", "results show": "results_show", "results compare": "compare",
+    "results pareto": "results_pareto", "results export": "results_export", "results rm": "results_rm",
+    "results add": "results_add", "results reindex": "results_reindex", "gate": ("gate", "gate_published"), "tune": "tune_model",
+    "campaign new": "new",  # cr.new("campaign", NAME, fields={"solutions": [...]})
+    "campaign show": "campaign_show", "campaign run": "run_campaign", "campaign status": "campaign_report",
+    "export solution": "export_solution", "export campaign": "export_campaign",
+    "dashboard build": "build_dashboard", "publish": ("publish_git", "publish_upload"),
+}
+
+# Commands with no twin, and why: each is about the terminal or a long-lived process, not data.
+CLI_ONLY = {
+    "env shell": "an interactive shell for a person at a terminal; env_exec runs any command in the same environment",
+    "dashboard open": "opens a web browser on the built site; build_dashboard returns where the site is",
+    "dashboard serve": "a long-running upload server process; publish_upload is the client side",
+    "scheduler": "a long-running Dask scheduler process (cr.campaign.cluster.serve_scheduler); run_campaign(scheduler=...) uses it",
+    "worker": "a long-running Dask worker process (cr.campaign.cluster.serve_worker) serving campaign jobs",
 }
 
 __all__ = sorted(_EXPORTS)

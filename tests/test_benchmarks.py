@@ -51,6 +51,7 @@ TINY = {
     "bench_trust.py": ["--models", "lenet-digits", "--rounds", "1", "--seconds", "0.2", "--json"],
     "bench_tune.py": ["--seeds", "0", "--threads", "1", "--batch", "1,8", "--budget", "2", "--min-duration", "0.05",
                       "--json", "{tmp}/out.json"],
+    "bench_twins.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "dashboard_screens.py": ["--results", "{records}", "--out", "{tmp}/img"],
     "bench_firstview.py": ["--results", "400", "--rounds", "2", "--json", "{tmp}/out.json"],
 }

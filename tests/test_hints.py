@@ -31,10 +31,10 @@ def test_every_cr_command_in_a_hint_exists_with_the_options_it_names():
 
 def test_the_hint_reader_finds_each_kind_of_site_and_the_checker_refuses_what_is_wrong():
     sites = {(h.file, h.text) for h in hints()}
-    assert ("cr/cli/repos.py", "cr repo list shows the registered ones") in sites  # hint= keyword
+    assert ("cr/resolve/trusting.py", "cr repo list shows the registered ones") in sites  # hint= keyword
     assert ("cr/cli/main.py", "\x00 --help shows its usage") in sites  # output.error's second argument
     assert any(f == "cr/campaign/jobs.py" and "cr results show UID" in t for f, t in sites)  # a "hint" dict entry
-    assert any(f == "cr/cli/components.py" and t.startswith("cr find \x00 --repo \x00") for f, t in sites)  # an f-string
+    assert any(f == "cr/run/describe.py" and t.startswith("cr find \x00 --repo \x00") for f, t in sites)  # an f-string
     cli = command_tree()
     assert commands("install it: cr install software imageio (and imageio-ffmpeg for video)") == ["cr install software imageio"]
     assert commands("cr results show UID lists each check; cr env exec --python PATH T -- CMD") == [

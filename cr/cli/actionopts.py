@@ -89,15 +89,12 @@ def show(record: dict, out, as_json: bool, table=None) -> None:
 
 
 def status(record: dict) -> None:
-    """CRError for a run that failed."""
-    from ..errors import CRError
+    """CRError for a run that failed (cr.run.outcome.failure: the library raises the same)."""
+    from ..run.outcome import failure
 
-    if record["status"] != "ok":
-        error = record.get("error") or {}
-        hint = error.get("hint") or ""
-        if record.get("uid") and (error.get("traceback") or error.get("stderr_tail")):
-            hint = (hint + "; " if hint else "") + f"its traceback and output: cr results show {record['uid']}"
-        raise CRError(error.get("message", f"the {record['action']} failed"), hint=hint or None)
+    error = failure(record)
+    if error is not None:
+        raise error
 
 
 def finish(record: dict, out, as_json: bool, table=None, not_stored=None) -> None:

@@ -266,7 +266,7 @@ def run_(ref, backend, variant, dataset, split, options, lock_file, out, as_json
 
     if inputs:
         params["inputs"] = [str(p) for p in inputs]
-    from .stream import stream_params
+    from ..run.streaming import stream_params
 
     if params.get("save_outputs") and params.get("stream"):
         from ..errors import CRError

@@ -51,39 +51,6 @@ def _reference_lines(paths: list) -> list[str]:
     return lines
 
 
-def _lock_of_results(paths: list[str]) -> dict | None:
-    """The lock the result records at paths ran with (record["lock"]), to pack with them.
-
-    None when none of them names one; CRError when they ran with different software (the
-    archive holds one lock: give it with --lock, or pack results of one lock)."""
-    from ..errors import CRError
-    from ..jsonio import loads, read_file
-
-    locks = []
-    for path in paths:
-        try:
-            record = loads(read_file(path, where=f"result file {path}"), f"result file {path}", parse_constant=float)
-        except (CRError, OSError):
-            continue  # pack names what is wrong with the file
-        if isinstance(record, dict) and isinstance(record.get("lock"), dict):
-            locks.append((path, record["lock"]))
-    if not locks:
-        return None
-
-    def software(lock: dict) -> dict:
-        return {s.get("name"): s.get("version") for s in lock.get("software") or [] if isinstance(s, dict)}
-
-    first_path, first = locks[0]
-    for path, other in locks[1:]:
-        if (other.get("root"), software(other)) != (first.get("root"), software(first)):
-            a, b = software(first), software(other)
-            diff = ", ".join(f"{n} {a.get(n) or 'absent'} vs {b.get(n) or 'absent'}" for n in sorted(set(a) | set(b), key=str)
-                             if a.get(n) != b.get(n)) or f"roots {first.get('root')} vs {other.get('root')}"
-            raise CRError(f"the results ran with different locks: {first_path} and {path} ({output.clean(diff)})",
-                          hint="an archive carries one lock: pack results of one lock, or name the lock with --lock FILE")
-    return first
-
-
 @click.command()
 @click.argument("ref", nargs=-1, required=True)
 @click.option("-o", "--output", "out_path", type=click.Path(), help="Archive file, or a directory for NAME-VERSION.cr.zip (default: here).")
@@ -100,35 +67,12 @@ def pack(ref, out_path, lock_file, results, no_results, as_json):
     same configuration. With --result, the lock those results ran with goes in (unless
     --lock names one).
     """
-    from ..archive import pack as run_pack, read_manifest
     from ..archive.limits import human
-    from ..fsutil import sha256_file
+    from ..run.packing import pack_run
 
-    solution_ref = _solution_ref(ref)
-    lock = lock_file
-    results = list(results)
-    if results:
-        lock = lock or _lock_of_results(results)  # the lock the given results ran with
-    elif not no_results:
-        from ..run.solution import stored_references
-
-        results, stored_lock = stored_references(solution_ref)
-        lock = lock or stored_lock
-    path = run_pack(solution_ref, output=out_path, lock=lock, results=results or None)
-    manifest = read_manifest(path)
-    size = path.stat().st_size
-    summary = {
-        "archive": str(path),
-        "sha256": sha256_file(path),
-        "size": size,
-        "solution": manifest["solution"]["ref"],
-        "components": [c["ref"] for c in manifest["components"]],
-        "excluded": manifest["excluded"],
-        "lock": manifest["lock"],
-        "results": manifest["results"],
-        "files": len(manifest["files"]),
-        "bytes": sum(f["size"] for f in manifest["files"]),
-    }
+    summary, results = pack_run(_solution_ref(ref), output=out_path, lock=lock_file, results=results,
+                                stored_results=not no_results)
+    path, size = summary["archive"], summary["size"]
     if as_json:
         output.emit_json(summary)
         return
@@ -158,20 +102,11 @@ def pack(ref, out_path, lock_file, results, no_results, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def unpack(file, into, force, max_entry_size, max_total_size, max_entries, max_ratio, max_total_ratio, as_json):
     """Verify FILE (a NAME-VERSION.cr.zip) completely, unpack it and register it as a repository."""
-    from ..archive import unpack as run_unpack
-    from ..archive.limits import DEFAULT, human, parse_size
+    from ..archive.limits import human
+    from ..run.packing import unpack_archive
 
-    limits = DEFAULT.with_(
-        max_entry_bytes=parse_size(max_entry_size) if max_entry_size else None,
-        max_total_bytes=parse_size(max_total_size) if max_total_size else None,
-        max_entries=max_entries,
-        max_ratio=max_ratio,
-        max_total_ratio=max_total_ratio,
-    )
-    info = run_unpack(file, target_repo_dir=into, limits=limits, force=force)
-    from ..run.pins import archive_pins
-
-    archive_pins(info)  # each pinned payload checked against what is installed here
+    info = unpack_archive(file, into=into, force=force, max_entry_size=max_entry_size, max_total_size=max_total_size,
+                          max_entries=max_entries, max_ratio=max_ratio, max_total_ratio=max_total_ratio)
     if as_json:
         output.emit_json(info)
         return

@@ -66,15 +66,13 @@ def _job_rows(jobs) -> list[list]:
 def show(name, with_jobs, as_json):
     """Show campaign NAME: its meta and (with --jobs) the job table it expands to."""
     from ..campaign import spec
+    from ..campaign.calls import campaign_show
 
+    if as_json:
+        output.emit_json(campaign_show(name, jobs=with_jobs))
+        return
     c = spec.load(name)
     jobs = spec.expand(c)
-    if as_json:
-        data = {"ref": c.ref, "uid": c.uid, "meta_path": c.meta_path, "meta": c.meta, "jobs": len(jobs)}
-        if with_jobs:
-            data["jobs"] = [j.to_dict() for j in jobs]
-        output.emit_json(data)
-        return
     click.echo(f"{c.ref}  uid {c.uid}  {c.meta_path}")
     sols = sorted({j.solution for j in jobs})
     click.echo(f"{len(jobs)} job(s): {len(sols)} solution(s) x {len({j.setting for j in jobs})} setting(s) x "
@@ -354,12 +352,10 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
 def status(name, watch, as_json):
     """Per job: the varied keys, state, validation PASS/FAIL, p50, throughput, top-1, attempts,
     worker, result uids or the error."""
-    from ..api import campaign_status, expand_campaign
-    from ..campaign.jobs import joined
+    from ..campaign.calls import campaign_report
 
-    jobs = expand_campaign(name)
     while True:
-        rows = joined(campaign_status(name), jobs)
+        rows = campaign_report(name)
         if as_json:
             output.emit_json(rows)
         else:

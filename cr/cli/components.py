@@ -30,24 +30,13 @@ def find(kind, tags, version, repo, name, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show(ref, no_verify, repo, as_json):
     """Show a component: REF as kind:name[@spec] or KIND NAME[@spec]."""
-    from ..api import show as api_show
-    from ..errors import NotFound
+    from ..run.describe import describe as describe_component, refuse_mismatched_payload
     from ..store.refs import parse_ref_words
 
-    parsed = parse_ref_words(ref)
-    info = api_show(parsed, verify=not no_verify, prefer_repo=repo)
-    if repo is not None and info["repo"] != repo:
-        from ..store.registry import find_repo
-
-        find_repo(repo)  # no repository of that name: say so (cr find --repo would fail the same way)
-        raise NotFound(f"repository {repo!r} holds no {parsed}", hint=f"cr find {parsed.kind} --repo {repo} lists what it holds")
-    if parsed.kind == "model":
-        from ..run.pins import show_pin
-
-        info["payload"] = show_pin(info, verify=not no_verify)  # None: not from a registry package
+    info = describe_component(parse_ref_words(ref), verify=not no_verify, prefer_repo=repo)
     if as_json:
         output.emit_json(info)
-        _refuse_mismatched_payload(info)
+        refuse_mismatched_payload(info)
         return
     click.echo(f"{info['ref']}  (uid {info['uid']})")
     click.echo(f"repo:  {info['repo']}")
@@ -71,16 +60,7 @@ def show(ref, no_verify, repo, as_json):
 
         bad = [f["path"] for f in info["files"] if f["status"] != "ok"]
         raise CRError(f"{info['ref']}: {len(bad)} file(s) fail verification: {', '.join(bad)}", hint=f"cr check {info['ref']} gives details")
-    _refuse_mismatched_payload(info)
-
-
-def _refuse_mismatched_payload(info: dict) -> None:
-    """After showing it: a package-sourced file that is not the pinned one is exit 1."""
-    payload = info.get("payload") or {}
-    if payload.get("state") == "mismatch":
-        from ..runtime.pins import PinMismatch, mismatch_hint
-
-        raise PinMismatch(payload["message"], hint=mismatch_hint(payload, info["ref"]))
+    refuse_mismatched_payload(info)
 
 
 @click.command()

@@ -25,12 +25,6 @@ class _GateCommand(click.Command):
             raise
 
 
-def _usage(message: str, hint: str):
-    from ..errors import CRError
-
-    return CRError(message, hint=hint)
-
-
 @click.command("gate", cls=_GateCommand)
 @click.argument("uids", nargs=-1, metavar="[BASELINE] CANDIDATE")
 @click.option("--baseline-repo", metavar="PATH|URL",
@@ -71,39 +65,20 @@ def gate(uids, baseline_repo, branch, any_machine, ab, rounds, queries, min_dura
     smallest change detectable there. docs/ci.md has CI jobs and the measured error rates.
     """
     from ..results import gate as g
+    from ..run.gating import check_options, gate as run_gate
 
-    t = g.parse_threshold(threshold)
-    ab_only = {"--rounds": rounds != 4, "--queries": queries, "--min-duration": min_duration, "--scenario": scenario,
-               "--lock-a": lock_a, "--lock-b": lock_b, "--no-store": no_store}
-    if not ab:
-        given = [name for name, value in ab_only.items() if value]
-        if given:
-            raise _usage(f"{given[0]} goes with --ab", "cr gate --ab SOLUTION_A SOLUTION_B --rounds N")
-    if (branch or any_machine) and not baseline_repo:
-        raise _usage(f"{'--branch' if branch else '--any-machine'} goes with --baseline-repo", "cr gate --baseline-repo URL CANDIDATE")
-    if ab:
-        if uids or baseline_repo:
-            raise _usage("--ab runs both sides itself: give no result uids and no --baseline-repo",
-                         "cr gate --ab SOLUTION_A SOLUTION_B, or cr gate BASELINE CANDIDATE")
-        params = {k: v for k, v in (("min_queries", queries), ("min_duration_s", min_duration)) if v is not None}
-        from ..run.gate import run_ab
+    g.parse_threshold(threshold)  # a bad threshold is the first thing said, as before anything is read
+    check_options(uids, ab=ab, baseline_repo=baseline_repo, branch=branch, any_machine=any_machine, rounds=rounds,
+                  queries=queries, min_duration=min_duration, scenario=scenario, lock_a=lock_a, lock_b=lock_b,
+                  store=not no_store)
+    if baseline_repo:
+        from ..dashboard.gating import gate_published
 
-        baseline, candidate = run_ab(ab[0], ab[1], rounds, params, scenario=scenario, lock_a=lock_a, lock_b=lock_b,
-                                     store=not no_store)
-    elif baseline_repo:
-        if len(uids) != 1:
-            raise _usage(f"--baseline-repo takes one result uid (the candidate), found {len(uids)}",
-                         "cr gate --baseline-repo URL CANDIDATE_UID")
-        candidate = g.from_store(uids[0], "candidate")
-        from ..dashboard.baseline import from_repo
-
-        baseline = from_repo(baseline_repo, candidate, branch=branch, any_machine=any_machine)
+        report = gate_published(*uids, baseline_repo=baseline_repo, branch=branch, any_machine=any_machine, metric=metric,
+                                threshold=threshold)
     else:
-        if len(uids) != 2:
-            raise _usage(f"cr gate takes a baseline and a candidate result uid, found {len(uids)}",
-                         "cr gate BASELINE_UID CANDIDATE_UID (cr results list shows the uids), or --baseline-repo, or --ab")
-        baseline, candidate = g.from_store(uids[0], "baseline"), g.from_store(uids[1], "candidate")
-    report = g.evaluate(baseline, candidate, metric=metric, threshold=t)
+        report = run_gate(*uids, ab=ab, rounds=rounds, queries=queries, min_duration=min_duration, scenario=scenario,
+                          lock_a=lock_a, lock_b=lock_b, store=not no_store, metric=metric, threshold=threshold)
     if as_json:
         output.emit_json(report)
     else:

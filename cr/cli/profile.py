@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from . import output
-from .actionopts import conclude, kept, one, status
+from .actionopts import conclude
 from .options import BackendOption, backend_options
 
 
@@ -168,26 +168,20 @@ def profile(ref, backend, compare, variants, diff, options, samples, warmup, bat
     model (docs/profiling.md says how).
     """
     from ..errors import CRError
-    from ..run import profile as run_profile
+    from ..run import profiling
     from ..store.refs import parse_ref_words
 
     ref = str(parse_ref_words(ref))
-    params = {k: v for k, v in dict(samples=samples, warmup=warmup, batch_size=batch_size, threads=threads,
-                                    timeout_s=timeout_s).items() if v is not None}
+    common = dict(samples=samples, warmup=warmup, batch_size=batch_size, threads=threads, timeout_s=timeout_s,
+                  store=store, install=install)
     if diff is not None:
-        if compare is not None or variants:
-            raise CRError("give --variants A,B alone: it profiles two versions on one --backend",
-                          hint="drop --compare/--variant; e.g. --backend onnxruntime --variants fp32,int8")
-        if out is not None:
-            _folder(out, "-o")
-        result = run_profile.diff_variants(ref, backend, diff.split(","), params=params, backend_options=backend_options(options),
-                                           store=store, install=install, output_dir=out)
-        _show_compare(result, top, as_json, what="VARIANT")
+        data, error, _ = profiling.run(ref, backend, variants=diff, variant=variants[0] if len(variants) == 1 else (variants or None),
+                                       compare=compare, options=backend_options(options), output=out, **common)
+        _show_compare(data, top, as_json, what="VARIANT")
+        if error is not None:
+            raise error
         return
     if compare is not None:
-        if backend:
-            raise CRError("give --backend or --compare, not both", hint="--compare onnxruntime,torch profiles on each")
-        names = [b.strip() for b in compare.split(",") if b.strip()]
         per_variant, per_options = {}, {}
         for v in variants:
             name, sep, value = v.partition("=")
@@ -199,28 +193,19 @@ def profile(ref, backend, compare, variants, diff, options, samples, warmup, bat
             if not sep or "=" not in pair:
                 raise CRError(f"-O {o!r}: with --compare give BACKEND:KEY=VALUE", hint="e.g. -O onnxruntime:graph_optimization_level=basic")
             per_options.setdefault(name, []).append(pair)
-        unknown = sorted((set(per_variant) | set(per_options)) - set(names))
-        if unknown:
-            raise CRError(f"--variant/-O name {', '.join(unknown)}, which --compare does not run", hint=f"--compare runs {', '.join(names)}")
-        if trace is not None:
-            _folder(trace, "--trace")
-        if out is not None:
-            _folder(out, "-o")
-        result = run_profile.compare(ref, names, params=params, variants=per_variant,
-                                     backend_options={n: backend_options(tuple(p)) for n, p in per_options.items()},
-                                     store=store, install=install, output_dir=out, trace_dir=trace)
-        _show_compare(result, top, as_json)
+        data, error, _ = profiling.run(ref, backend, compare=compare, variant=per_variant,
+                                       options={n: backend_options(tuple(p)) for n, p in per_options.items()},
+                                       trace=trace, output=out, **common)
+        _show_compare(data, top, as_json)
+        if error is not None:
+            raise error
         return
     if len(variants) > 1:
         raise CRError("--variant given more than once", hint="one variant per profile (BACKEND=VARIANT is for --compare)")
-    record, not_stored = kept(lambda: run_profile.profile(ref, backend=backend, params=params, backend_options=backend_options(options),
-                                                           variant=variants[0] if variants else None, trace=trace, output=out,
-                                                           store=store, lock=lock_file, install=install))
-    record = one(record)
+    record, error, not_stored = profiling.run(ref, backend, variant=variants[0] if variants else None, options=backend_options(options),
+                                              trace=trace, lock=lock_file, output=out, **common)
     if as_json:
-        from ..results.record import to_json
-
-        output.emit_json(to_json(record))
+        output.emit_json(record)
     elif record["status"] == "ok":
         p = record["profile"]
         title = f"{record['components'][0]['ref']} on {record['backend']['name']}: layers by median time per query"
@@ -238,32 +223,19 @@ def profile(ref, backend, compare, variants, diff, options, samples, warmup, bat
         if record["status"] != "ok" and error.get("kept"):
             output.warn(f"the profile's work files are kept in {error['kept']}")
 
-    conclude(not_stored, kept_files, lambda: status(record))
+    def failed():
+        if error is not None:
+            raise error
 
-
-def _folder(path: str, flag: str) -> None:
-    from pathlib import Path
-
-    from ..errors import CRError
-
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise CRError(f"{flag} {path} is a file; with --compare it names a folder", hint=f"give a folder for {flag}")
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CRError(f"cannot create the folder {path} ({flag}): {exc.strerror or exc}", hint="give a folder you can write") from None
+    conclude(not_stored, kept_files, failed)
 
 
 def _show_compare(result: dict, top: int, as_json: bool, what: str = "BACKEND") -> None:
-    from ..errors import CRError
-    from ..results.record import to_json
-
+    """The comparison's tables (or its JSON: result as cr.profile returns it)."""
     records, comparison = result["records"], result["comparison"]
     pinned = result.get("threads") or {}
     if as_json:
-        output.emit_json({"records": [to_json(r) for r in records], "comparison": comparison, "threads": pinned,
-                          **({"variants": result["variants"]} if "variants" in result else {})})
+        output.emit_json(result)
     elif comparison is not None:
         s = comparison["summary"]
         untimed = s.get("untimed") or []
@@ -297,7 +269,3 @@ def _show_compare(result: dict, top: int, as_json: bool, what: str = "BACKEND") 
             if rest:
                 info.append([f"unmatched {n}", ", ".join(f"{u['name']} ({u['op']})" for u in rest[:8]) + (" ..." if len(rest) > 8 else "")])
         output.table([what, "PROFILE"], info)
-    failed = [r for r in records if r["status"] != "ok"]
-    if failed:
-        error = failed[0].get("error") or {}
-        raise CRError(f"profile on {failed[0]['backend']['name']} failed: {error.get('message')}", hint=error.get("hint"))

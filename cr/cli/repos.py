@@ -100,18 +100,11 @@ def _show_items(name: str, items: list, trusted: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def trust_(name, dry_run, as_json):
     """Trust a registered repository: what it holds may run code (see docs/security.md)."""
-    from ..resolve.plan import repo_review
-    from ..store import trust as trust_mod
-    from ..store.catalog import repo_list
+    from ..resolve.trusting import review, trust_report
 
-    if not any(r["name"] == name for r in repo_list()):
-        from ..errors import RepoError
-
-        raise RepoError(f"no repository named {name!r}", hint="cr repo list shows the registered ones")
-    items = repo_review(name)
-    changed = [] if dry_run else trust_mod.trust_repos([name])
+    items, changed = review(name, dry_run)
     if as_json:
-        output.emit_json({"name": name, "trusted": not dry_run, "changed": bool(changed), "would_run": [i.to_dict() for i in items]})
+        output.emit_json(trust_report(name, items, changed, dry_run))
         return
     if not dry_run:
         click.echo(f"trusted {name}" if changed else f"{name} was already trusted")
@@ -122,9 +115,9 @@ def trust_(name, dry_run, as_json):
 @click.argument("name")
 def untrust(name):
     """Take trust back: nothing in NAME runs code again until you trust it."""
-    from ..store import registry
+    from ..resolve.trusting import repo_untrust
 
-    registry.set_trusted(name, False)
+    repo_untrust(name)
     click.echo(f"{name} is not trusted")
 
 

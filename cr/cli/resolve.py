@@ -41,17 +41,9 @@ def resolve(ref, python, out, platform_root, as_json):
 
 
 def _run_in(ref_or_lock: str | list[str], command: list[str], python: str | None) -> int:
-    import subprocess  # only here: keeps the CLI's start-up (every command) lighter
+    from ..resolve.execute import env_exec  # only here: subprocess keeps the CLI's start-up (every command) lighter
 
-    from ..api import env_for
-
-    _, env = env_for(ref_or_lock, python=python)
-    try:
-        return subprocess.call(command, env=env)
-    except FileNotFoundError:
-        from ..errors import CRError
-
-        raise CRError(f"command not found: {command[0]}", hint="check the command name and the PATH the lock composes (cr resolve --json)") from None
+    return env_exec(ref_or_lock, command, python=python).returncode
 
 
 def _names_a_target(word: str) -> bool:

@@ -236,15 +236,13 @@ def _accuracy(row: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
 def show(uid, raw, as_json):
     """Show one stored result."""
+    from ..results.queries import results_show
     from ..results.store import record_file
-    from ..results.latencies import inline_raw
     from ..results.summary import config_label, summarize
 
     store = _store()
-    record = store.get(uid, raw=raw and as_json)
+    record = results_show(uid, raw=raw and as_json)
     if as_json:
-        if raw and isinstance(record.get("raw"), dict) and record["raw"].get("latencies_ns") is not None:
-            record["raw"] = inline_raw(record["raw"]["latencies_ns"])
         output.emit_json(record)
         return
     s = summarize(record)
@@ -357,7 +355,9 @@ def compare(uids, as_json):
     95% paired-bootstrap interval and an exact McNemar test, 'significant' when p < 0.05
     and the interval excludes 0.
     """
-    report = _store().compare(list(uids))
+    from ..results.queries import compare as compare_results
+
+    report = compare_results(*uids)
     if as_json:
         output.emit_json(report)
         return
@@ -461,9 +461,9 @@ def pareto(objectives, min_effect, as_json, **filters):
     a point beats another on an objective only beyond both intervals and 1%, so points
     within noise are tied, not dominated (docs/results.md).
     """
-    from ..results.frontier import report as frontier
+    from ..results.queries import results_pareto
 
-    report = frontier(_store(), list(objectives), min_effect=min_effect, **filters)
+    report = results_pareto(list(objectives), min_effect=min_effect, **filters)
     if as_json:
         output.emit_json(report)
         return
@@ -505,7 +505,9 @@ def _figure(unit: str, value: dict) -> str:
 @_filters(with_limit=True)
 def export(fmt, out, no_raw, **filters):
     """Export stored results as CSV or JSON (re-importable with cr results add)."""
-    count = _store().export(fmt, out, raw=not no_raw, **filters)
+    from ..results.queries import results_export
+
+    count = results_export(fmt, out, raw=not no_raw, **filters)
     if out:
         click.echo(f"exported {count} result(s) to {out}", err=True)
 
@@ -514,7 +516,9 @@ def export(fmt, out, no_raw, **filters):
 @click.argument("uids", nargs=-1, required=True)
 def rm(uids):
     """Remove stored results (each UID must name exactly one)."""
-    for uid in _store().remove(list(uids)):
+    from ..results.queries import results_rm
+
+    for uid in results_rm(*uids):
         click.echo(f"removed {uid}")
 
 
@@ -522,28 +526,17 @@ def rm(uids):
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def add(files):
     """Import result files (a record, or a list as cr results export --format json writes)."""
-    from ..errors import CRError
+    from ..results.queries import results_add
 
-    store = _store()
-    failed = []
-    for path in files:
-        try:
-            for uid in store.add_file(path):
-                click.echo(f"added {uid} ({path})")
-        except CRError as exc:
-            failed.append(exc)
-            output.warn(exc.message)
-    if failed:
-        raise CRError(f"{len(failed)} of {len(files)} file(s) could not be imported",
-                      hint=failed[0].hint or "fix them (see the warnings) and add them again")
+    results_add(*files, on_added=lambda uid, path: click.echo(f"added {uid} ({path})"))
 
 
 @results.command()
 @click.option("--full", is_flag=True, help="Also re-stat every known file (finds files edited in place).")
 def reindex(full):
     """Bring the index up to date with the result files (after copying or editing them by hand)."""
-    from ..results.store import ORPHAN_GRACE_S
+    from ..results.queries import results_reindex
 
-    stats = _store().reindex(full=full, orphan_grace_s=ORPHAN_GRACE_S)
-    click.echo(f"read {stats.parsed} file(s), {stats.invalid} invalid; dropped {stats.removed} gone; "
-               f"cleaned {stats.cleaned} leftover(s)")
+    stats = results_reindex(full=full)
+    click.echo(f"read {stats['parsed']} file(s), {stats['invalid']} invalid; dropped {stats['removed']} gone; "
+               f"cleaned {stats['cleaned']} leftover(s)")

@@ -123,7 +123,7 @@ def env() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def env_list(name, as_json):
     """List registered software envs (of one software NAME)."""
-    from ..software.envs import list_envs
+    from ..software.envcalls import env_list as list_envs
 
     found = list_envs(name)
     if as_json:
@@ -134,18 +134,9 @@ def env_list(name, as_json):
 
 
 def _one_env(name: str, which: str | None):
-    from ..errors import CRError, NotFound
-    from ..software.envs import list_envs
+    from ..software.envcalls import env_show
 
-    envs = list_envs(name)
-    if which:
-        envs = [e for e in envs if which in (e.id, e.version)]
-    if not envs:
-        what = f"{name} {which}" if which else name
-        raise NotFound(f"no software env {what}", hint="cr env list shows the registered envs")
-    if which and len({e.id for e in envs}) > 1:
-        raise CRError(f"{len(envs)} software envs of {name} have version {which}: {', '.join(e.id for e in envs)}", hint=f"name one by its ID: cr env ... {name} ID")
-    return envs[0]
+    return env_show(name, which)
 
 
 @env.command("show")
@@ -173,8 +164,7 @@ def env_show(name, which, as_json):
 @click.argument("which", metavar="VERSION|ID")
 def env_rm(name, which):
     """Unregister a software env; an installed env's prefix is deleted with it."""
-    from ..software.envs import remove
+    from ..software.envcalls import env_rm
 
-    e = _one_env(name, which)
-    remove(e)
+    e = env_rm(name, which)
     click.echo(f"removed {e.name} {e.version} ({e.origin}, {e.id})" + (f" and {e.prefix}" if e.prefix else ""))

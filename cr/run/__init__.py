@@ -29,6 +29,14 @@ solution's params, overridden by the caller's; they are validated against the ac
 ``parameters`` schema before anything runs. Problems found before the run raise CRError;
 a run that starts and fails returns (and stores) a record with status "failed".
 """
-from .actions import benchmark, predict, run_action
-
 __all__ = ["benchmark", "predict", "run_action"]
+
+
+def __getattr__(name: str):
+    # Imported on first use (PEP 562): a command that needs only a light module of this
+    # package (cr show -> describe, cr gate -> gating) does not pay for the action pipeline.
+    if name in __all__:
+        from . import actions
+
+        return getattr(actions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

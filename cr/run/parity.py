@@ -31,6 +31,9 @@ COMPARE_ENTRY = "cr.runtime.actions.infer:compare"
 
 
 def validate(ref: str, backend: str | None = None, **kw) -> dict:
+    """Run the validate action (`cr validate REF --backend B`): the record, whose "validation"
+    holds the accuracy metrics, each expected metric's check and the outcome (PASS/FAIL).
+    kw: run_action's (params, variant, dataset, split, lock, output, store, install, ...)."""
     return run_action("validate", ref, backend=backend, **kw)
 
 
