@@ -17,12 +17,14 @@ Baselines in the same run, so that a slow or busy machine shows as such:
 Wall time depends on what else the machine runs; CPU time (ours and the workers') and
 the load average are printed beside it.
 
---compare SIZE [--compare-with DIR] [--runs N]: only full builds of the SIZE store, each in
-a fresh process, alternating between this tree and the cr tree in DIR (e.g. `git archive
-main cr dashboard | tar -x -C DIR`): warm (the store's files in the page cache, read just
-before) and cold (the store's record and latency files evicted from the page cache with
-posix_fadvise(DONTNEED), file by file: other processes' caches are left alone; Python
-and cr's own files stay cached, as they would for a user).
+--compare SIZE [--compare-with DIR] [--runs N]: only builds of the SIZE store, each in a
+fresh process, alternating between this tree and the cr tree in DIR (e.g. `git archive
+main cr dashboard | tar -x -C DIR`): full builds into an empty folder, warm (the store's
+files in the page cache, read just before) and cold (the store's record and latency files
+evicted from the page cache with posix_fadvise(DONTNEED), file by file: other processes'
+caches are left alone; Python and cr's own files stay cached, as they would for a user);
+then, into the folder each tree's warm build left, a rebuild with nothing changed and a
+rebuild after one new benchmark result (a side-file record, removed again afterwards).
 """
 from __future__ import annotations
 
@@ -95,6 +97,17 @@ def bench_build(folder: Path, site: Path, size: int) -> dict:
     info = build(folder, site)
     full = time.perf_counter() - started
     cpu = cpu_seconds() - cpu
+    started = time.perf_counter()
+    build(folder, site)
+    nothing = time.perf_counter() - started
+    added = add_result(folder)
+    try:
+        started = time.perf_counter()
+        one = build(folder, site)
+        after_one = time.perf_counter() - started
+    finally:
+        for path in added:
+            path.unlink()
     # a rebuild after ten records changed
     touched = sorted(p for p in folder.rglob("*.json"))[: 10]
     for path in touched:
@@ -107,7 +120,8 @@ def bench_build(folder: Path, site: Path, size: int) -> dict:
     return {
         "results": info.results, "rows": info.rows, "build_s": round(full, 3), "build_cpu_s": round(cpu, 3),
         "workers": info.workers, "phases": info.phases, "rebuild_after_10_changes_s": round(incremental, 3),
-        "rebuild_processed": again.processed, "baseline_json_s": round(base, 3), "ratio_to_baseline": round(full / base, 2),
+        "rebuild_processed": again.processed, "rebuild_nothing_changed_s": round(nothing, 3),
+        "rebuild_after_one_new_s": round(after_one, 3), "rebuild_after_one_new_processed": one.processed, "baseline_json_s": round(base, 3), "ratio_to_baseline": round(full / base, 2),
         "index_js_bytes": (data / "index.js").stat().st_size, "runs_js_bytes": (data / "runs.js").stat().st_size,
         "bundles": info.bundles, "site_bytes": sum(p.stat().st_size for p in site.rglob("*") if p.is_file()),
         "input_bytes": sum(p.stat().st_size for p in folder.rglob("*.json")),
@@ -184,14 +198,47 @@ _BUILD = r"""
 import json, resource, shutil, sys, time
 sys.path.insert(0, sys.argv[1])
 from cr.dashboard import build
-shutil.rmtree(sys.argv[3], ignore_errors=True)
+if sys.argv[4] == "full":
+    shutil.rmtree(sys.argv[3], ignore_errors=True)
 started = time.perf_counter()
 info = build(sys.argv[2], sys.argv[3])
 wall = time.perf_counter() - started
 own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"wall_s": wall, "cpu_s": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
-                  "results": info.results, "phases": info.phases, "workers": info.workers}))
+                  "results": info.results, "processed": info.processed, "phases": info.phases, "workers": info.workers}))
 """
+
+NEW_UID = "ffffffff00000001"  # the result "one new result" adds (and removes again)
+
+
+def add_result(folder: Path) -> list[Path]:
+    """One more benchmark result in the store, as the results store writes it: a copy of the
+    first benchmark record (and its side file) under a new uid. Returns the files written."""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for side in sorted(sub.glob("*.latencies.i64")):
+            uid = side.name.split(".")[0]
+            text = (sub / f"{uid}.json").read_text(encoding="utf-8")
+            target = folder / NEW_UID[:2]
+            target.mkdir(exist_ok=True)
+            files = [target / f"{NEW_UID}.latencies.i64", target / f"{NEW_UID}.json"]
+            files[0].write_bytes(side.read_bytes())
+            files[1].write_text(text.replace(uid, NEW_UID), encoding="utf-8")
+            return files
+    raise SystemExit(f"no benchmark record with a side file in {folder}")
+
+
+def _build_in(path: str, folder: Path, site: Path, mode: str, work: Path) -> dict:
+    """One build in a fresh process with the cr tree at path; mode: full (into an empty folder) or rebuild."""
+    env = {**os.environ, "CR_HOME": str(work / "home")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as a user has it
+    load = os.getloadavg()[0]
+    done = subprocess.run([sys.executable, "-c", _BUILD, path, str(folder), str(site), mode],
+                          capture_output=True, text=True, cwd=work, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"build with {path} failed:\n{done.stderr}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["load_average"] = load
+    return figures
 
 
 def evict(folder: Path) -> int:
@@ -218,34 +265,46 @@ def warm(folder: Path) -> None:
 
 
 def compare(size: int, work: Path, other: str | None, runs: int) -> dict:
-    """Full builds of the size store in fresh processes, warm and cold, this tree and other alternating."""
+    """Builds of the size store in fresh processes, this tree and other alternating: full builds
+    into an empty folder, warm and cold; then, into the folder each tree's warm build left, a
+    rebuild with nothing changed and a rebuild after one new result (removed again after)."""
     folder = store_for(work, size)
     trees = {"this tree": str(ROOT)}
     if other:
         trees = {"compared tree": str(Path(other).absolute()), **trees}
     got: dict = {}
+
+    def record(key: str, figures: dict) -> None:
+        got.setdefault(key, []).append(figures)
+        print(f"  {key}: {json.dumps(figures)}", file=sys.stderr)
+
     for _ in range(runs):
         for cache in ("warm", "cold"):
-            for tree, path in trees.items():
+            for i, (tree, path) in enumerate(trees.items()):
                 warm(folder) if cache == "warm" else evict(folder)
-                load = os.getloadavg()[0]
-                done = subprocess.run([sys.executable, "-c", _BUILD, path, str(folder), str(work / "site-compare")],
-                                      capture_output=True, text=True, cwd=work)
-                if done.returncode != 0:
-                    raise SystemExit(f"build with {path} failed:\n{done.stderr}")
-                figures = json.loads(done.stdout.strip().splitlines()[-1])
-                figures["load_average"] = load
-                got.setdefault(f"{tree}, {cache}", []).append(figures)
-                print(f"  {tree}, {cache}: {json.dumps(figures)}", file=sys.stderr)
-    shutil.rmtree(work / "site-compare", ignore_errors=True)
-    print(f"\nfull build of {size:,} store-shaped results, fresh process each (median of {runs}; "
+                site = work / f"site-compare-{i}" if cache == "warm" else work / "site-compare-cold"
+                record(f"{tree}, full {cache}", _build_in(path, folder, site, "full", work))
+        warm(folder)
+        for i, (tree, path) in enumerate(trees.items()):
+            record(f"{tree}, nothing changed", _build_in(path, folder, work / f"site-compare-{i}", "rebuild", work))
+        added = add_result(folder)
+        try:
+            for i, (tree, path) in enumerate(trees.items()):
+                record(f"{tree}, one new result", _build_in(path, folder, work / f"site-compare-{i}", "rebuild", work))
+        finally:
+            for path in added:
+                path.unlink()
+    for site in work.glob("site-compare*"):
+        shutil.rmtree(site, ignore_errors=True)
+    print(f"\nbuilds of {size:,} store-shaped results, fresh process each (median of {runs}; "
           f"{os.cpu_count()} CPUs, shared: load average printed per build)")
-    print(f"{'':26} {'wall s':>8} {'CPU s':>8} {'load':>6}")
+    print(f"{'':36} {'wall s':>8} {'CPU s':>8} {'load':>6} {'read':>7}")
     summary = {}
-    for key, values in got.items():
-        med = {k: statistics.median(v[k] for v in values) for k in ("wall_s", "cpu_s", "load_average")}
+    for key in sorted(got, key=lambda k: (k.split(", ", 1)[1], k)):
+        values = got[key]
+        med = {k: statistics.median(v[k] for v in values) for k in ("wall_s", "cpu_s", "load_average", "processed")}
         summary[key] = med
-        print(f"{key:26} {med['wall_s']:8.2f} {med['cpu_s']:8.2f} {med['load_average']:6.1f}")
+        print(f"{key:36} {med['wall_s']:8.2f} {med['cpu_s']:8.2f} {med['load_average']:6.1f} {med['processed']:7.0f}")
     return {"size": size, "runs": got, "medians": summary}
 
 
