@@ -308,6 +308,76 @@ def compare(size: int, work: Path, other: str | None, runs: int) -> dict:
     return {"size": size, "runs": got, "medians": summary}
 
 
+def mixed_store(folder: Path) -> None:
+    """Records of every shape the builder treats differently: side-file latencies (1,024 and
+    thinned 5,000), inline ones, campaign and study records, a UTF-16 file, a compact one, a
+    duplicate uid, a broken file and a non-record."""
+    from cr.dashboard import sample
+
+    sample.write_store(folder / "side", 1200)
+    sample.write_store(folder / "thinned", 40, samples=5000, seed=1)
+    sample.write_store(folder / "inline", 400, side_files=False, seed=2)
+    odd = folder / "odd"
+    odd.mkdir(parents=True, exist_ok=True)
+    records = sorted((folder / "inline").rglob("*.json"))
+    for i, path in enumerate(records[:60]):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        rec["uid"] = f"c{i:015x}"
+        if i % 2:
+            rec["campaign"] = {"name": "grid", "job": f"j{i % 7}"}
+            rec["config"]["threads"] = 1 + i % 3
+        else:
+            rec["study"] = {"name": "tune-1", "trial": str(i), "recommended": i == 4, "feasible": i % 3 != 0}
+        (odd / f"{rec['uid']}.json").write_text(json.dumps(rec, indent=2) + "\n", encoding="utf-8")
+    rec = json.loads(records[70].read_text(encoding="utf-8"))
+    rec["uid"] = "d000000000000001"
+    (odd / "utf16.json").write_bytes(json.dumps(rec, indent=2).encode("utf-16"))
+    rec["uid"] = "d000000000000002"
+    (odd / "compact.json").write_text(json.dumps(rec), encoding="utf-8")
+    (odd / "duplicate.json").write_text(records[71].read_text(encoding="utf-8"), encoding="utf-8")
+    (odd / "broken.json").write_text('{"format": 1, "uid": ', encoding="utf-8")
+    (odd / "lock.json").write_text('{"software": {}}', encoding="utf-8")
+
+
+def check_same(work: Path, other: str) -> None:
+    """Build the mixed store with this tree and the cr tree in other: a clean build, then a
+    rebuild after one record was added, one changed and one removed; every data file of
+    the site (index.js, runs.js, each detail bundle) must be byte for byte the other
+    tree's clean build of the same records."""
+    folder = work / "mixed"
+    shutil.rmtree(folder, ignore_errors=True)
+    mixed_store(folder)
+    sites = {"this": work / "mixed-site-this", "other": work / "mixed-site-other"}
+
+    def data_files(site: Path) -> dict:
+        return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted((site / "data").rglob("*")) if p.is_file()}
+
+    def same(step: str) -> None:
+        _build_in(str(ROOT), folder, sites["this"], "rebuild", work)  # incremental: what the last build kept
+        _build_in(other, folder, sites["other"], "full", work)
+        a, b = data_files(sites["this"]), data_files(sites["other"])
+        differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        print(f"  {step}: {len(a)} data files, {'identical' if not differ else f'{len(differ)} differ: {differ[:5]}'}",
+              file=sys.stderr)
+        if differ:
+            raise SystemExit(f"the site differs from {other}'s after {step}")
+
+    shutil.rmtree(sites["this"], ignore_errors=True)
+    same("a first build")
+    same("a rebuild with nothing changed")
+    added = add_result(folder / "side")
+    same("a rebuild after one new result")
+    changed = sorted((folder / "side").rglob("*.json"))[5]
+    changed.write_text(changed.read_text(encoding="utf-8").replace('"status": "ok"', '"status": "failed"', 1),
+                       encoding="utf-8")
+    same("a rebuild after one changed")
+    added[1].unlink()
+    same("a rebuild after one removed")
+    for site in sites.values():
+        shutil.rmtree(site, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -317,7 +387,18 @@ def main() -> None:
     parser.add_argument("--compare", type=int, metavar="SIZE", help="Only warm and cold full builds of SIZE results.")
     parser.add_argument("--compare-with", metavar="DIR", help="With --compare: also build with the cr tree in DIR.")
     parser.add_argument("--runs", type=int, default=1, help="With --compare: builds of each kind (median).")
+    parser.add_argument("--check-with", metavar="DIR", help="Only check that the site's data files are byte for byte "
+                        "those the cr tree in DIR builds, on a store of mixed records, after adds, changes, removals.")
     args = parser.parse_args()
+    if args.check_with:
+        work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            check_same(work, str(Path(args.check_with).absolute()))
+        finally:
+            if not args.work:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     if args.compare:
         work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
         work.mkdir(parents=True, exist_ok=True)
