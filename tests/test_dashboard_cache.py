@@ -207,3 +207,12 @@ def test_a_marker_from_elsewhere_never_removes_files_outside_the_site(store, tmp
     marker.write_text(json.dumps(meta), encoding="utf-8")
     build(store, out)
     assert outside.read_text(encoding="utf-8") == "keep me"
+
+
+def test_a_changed_builder_is_not_taken_for_the_last_one(store, tmp_path, monkeypatch):
+    out = tmp_path / "site"
+    build(store, out)
+    assert build(store, out).processed == 0 and build(store, out).workers == 0  # nothing changed: stops at the marker
+    monkeypatch.setattr(BUILD, "_code", lambda: "another builder")  # as after an upgrade that kept version and format
+    info = build(store, out)
+    assert info.workers == 1 and info.processed == 0  # past the marker: the index is written again from the states

@@ -127,7 +127,7 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
     # format: when they are what the last complete build read, it warned about nothing,
     # and the data files are as it left them, that output is this build's byte for byte
     # (a build is deterministic): nothing is read or written but the static files' check.
-    inputs = _fingerprint([__version__, CACHE_FORMAT, count, found])
+    inputs = _fingerprint([__version__, CACHE_FORMAT, _code(), count, found])
     if incremental and previous.get("inputs") == inputs and previous.get("warnings") == 0 \
             and previous.get("outputs") == _outputs(out):
         static = _copy_sources(out, previous.get("static") or [])
@@ -260,6 +260,25 @@ def _fingerprint(value) -> str:
     import hashlib
 
     return hashlib.sha256(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def _code() -> str:
+    """sha256 of the source of the modules that decide the site's data (this one, records,
+    leaderboard and what records uses from cr.results): a changed builder, even one whose
+    version and CACHE_FORMAT were left as they were, is never taken for the last build's."""
+    import hashlib
+
+    from ..results import latencies, pareto, significance, summary, traces
+    from . import leaderboard
+
+    digest = hashlib.sha256()
+    for module in (sys.modules[__name__], records, leaderboard, latencies, pareto, significance, summary, traces):
+        try:
+            with open(module.__file__, "rb") as f:
+                digest.update(f.read())
+        except (OSError, TypeError):
+            digest.update(os.urandom(16))  # source not readable: never a match
+    return digest.hexdigest()
 
 
 def _outputs(out: Path) -> str:
