@@ -17,12 +17,14 @@ Baselines in the same run, so that a slow or busy machine shows as such:
 Wall time depends on what else the machine runs; CPU time (ours and the workers') and
 the load average are printed beside it.
 
---compare SIZE [--compare-with DIR] [--runs N]: only full builds of the SIZE store, each in
-a fresh process, alternating between this tree and the cr tree in DIR (e.g. `git archive
-main cr dashboard | tar -x -C DIR`): warm (the store's files in the page cache, read just
-before) and cold (the store's record and latency files evicted from the page cache with
-posix_fadvise(DONTNEED), file by file: other processes' caches are left alone; Python
-and cr's own files stay cached, as they would for a user).
+--compare SIZE [--compare-with DIR] [--runs N]: only builds of the SIZE store, each in a
+fresh process, alternating between this tree and the cr tree in DIR (e.g. `git archive
+main cr dashboard | tar -x -C DIR`): full builds into an empty folder, warm (the store's
+files in the page cache, read just before) and cold (the store's record and latency files
+evicted from the page cache with posix_fadvise(DONTNEED), file by file: other processes'
+caches are left alone; Python and cr's own files stay cached, as they would for a user);
+then, into the folder each tree's warm build left, a rebuild with nothing changed and a
+rebuild after one new benchmark result (a side-file record, removed again afterwards).
 """
 from __future__ import annotations
 
@@ -95,6 +97,17 @@ def bench_build(folder: Path, site: Path, size: int) -> dict:
     info = build(folder, site)
     full = time.perf_counter() - started
     cpu = cpu_seconds() - cpu
+    started = time.perf_counter()
+    build(folder, site)
+    nothing = time.perf_counter() - started
+    added = add_result(folder)
+    try:
+        started = time.perf_counter()
+        one = build(folder, site)
+        after_one = time.perf_counter() - started
+    finally:
+        for path in added:
+            path.unlink()
     # a rebuild after ten records changed
     touched = sorted(p for p in folder.rglob("*.json"))[: 10]
     for path in touched:
@@ -107,7 +120,8 @@ def bench_build(folder: Path, site: Path, size: int) -> dict:
     return {
         "results": info.results, "rows": info.rows, "build_s": round(full, 3), "build_cpu_s": round(cpu, 3),
         "workers": info.workers, "phases": info.phases, "rebuild_after_10_changes_s": round(incremental, 3),
-        "rebuild_processed": again.processed, "baseline_json_s": round(base, 3), "ratio_to_baseline": round(full / base, 2),
+        "rebuild_processed": again.processed, "rebuild_nothing_changed_s": round(nothing, 3),
+        "rebuild_after_one_new_s": round(after_one, 3), "rebuild_after_one_new_processed": one.processed, "baseline_json_s": round(base, 3), "ratio_to_baseline": round(full / base, 2),
         "index_js_bytes": (data / "index.js").stat().st_size, "runs_js_bytes": (data / "runs.js").stat().st_size,
         "bundles": info.bundles, "site_bytes": sum(p.stat().st_size for p in site.rglob("*") if p.is_file()),
         "input_bytes": sum(p.stat().st_size for p in folder.rglob("*.json")),
@@ -184,14 +198,47 @@ _BUILD = r"""
 import json, resource, shutil, sys, time
 sys.path.insert(0, sys.argv[1])
 from cr.dashboard import build
-shutil.rmtree(sys.argv[3], ignore_errors=True)
+if sys.argv[4] == "full":
+    shutil.rmtree(sys.argv[3], ignore_errors=True)
 started = time.perf_counter()
 info = build(sys.argv[2], sys.argv[3])
 wall = time.perf_counter() - started
 own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"wall_s": wall, "cpu_s": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
-                  "results": info.results, "phases": info.phases, "workers": info.workers}))
+                  "results": info.results, "processed": info.processed, "phases": info.phases, "workers": info.workers}))
 """
+
+NEW_UID = "ffffffff00000001"  # the result "one new result" adds (and removes again)
+
+
+def add_result(folder: Path) -> list[Path]:
+    """One more benchmark result in the store, as the results store writes it: a copy of the
+    first benchmark record (and its side file) under a new uid. Returns the files written."""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for side in sorted(sub.glob("*.latencies.i64")):
+            uid = side.name.split(".")[0]
+            text = (sub / f"{uid}.json").read_text(encoding="utf-8")
+            target = folder / NEW_UID[:2]
+            target.mkdir(exist_ok=True)
+            files = [target / f"{NEW_UID}.latencies.i64", target / f"{NEW_UID}.json"]
+            files[0].write_bytes(side.read_bytes())
+            files[1].write_text(text.replace(uid, NEW_UID), encoding="utf-8")
+            return files
+    raise SystemExit(f"no benchmark record with a side file in {folder}")
+
+
+def _build_in(path: str, folder: Path, site: Path, mode: str, work: Path) -> dict:
+    """One build in a fresh process with the cr tree at path; mode: full (into an empty folder) or rebuild."""
+    env = {**os.environ, "CR_HOME": str(work / "home")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as a user has it
+    load = os.getloadavg()[0]
+    done = subprocess.run([sys.executable, "-c", _BUILD, path, str(folder), str(site), mode],
+                          capture_output=True, text=True, cwd=work, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"build with {path} failed:\n{done.stderr}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["load_average"] = load
+    return figures
 
 
 def evict(folder: Path) -> int:
@@ -218,35 +265,117 @@ def warm(folder: Path) -> None:
 
 
 def compare(size: int, work: Path, other: str | None, runs: int) -> dict:
-    """Full builds of the size store in fresh processes, warm and cold, this tree and other alternating."""
+    """Builds of the size store in fresh processes, this tree and other alternating: full builds
+    into an empty folder, warm and cold; then, into the folder each tree's warm build left, a
+    rebuild with nothing changed and a rebuild after one new result (removed again after)."""
     folder = store_for(work, size)
     trees = {"this tree": str(ROOT)}
     if other:
         trees = {"compared tree": str(Path(other).absolute()), **trees}
     got: dict = {}
+
+    def record(key: str, figures: dict) -> None:
+        got.setdefault(key, []).append(figures)
+        print(f"  {key}: {json.dumps(figures)}", file=sys.stderr)
+
     for _ in range(runs):
         for cache in ("warm", "cold"):
-            for tree, path in trees.items():
+            for i, (tree, path) in enumerate(trees.items()):
                 warm(folder) if cache == "warm" else evict(folder)
-                load = os.getloadavg()[0]
-                done = subprocess.run([sys.executable, "-c", _BUILD, path, str(folder), str(work / "site-compare")],
-                                      capture_output=True, text=True, cwd=work)
-                if done.returncode != 0:
-                    raise SystemExit(f"build with {path} failed:\n{done.stderr}")
-                figures = json.loads(done.stdout.strip().splitlines()[-1])
-                figures["load_average"] = load
-                got.setdefault(f"{tree}, {cache}", []).append(figures)
-                print(f"  {tree}, {cache}: {json.dumps(figures)}", file=sys.stderr)
-    shutil.rmtree(work / "site-compare", ignore_errors=True)
-    print(f"\nfull build of {size:,} store-shaped results, fresh process each (median of {runs}; "
+                site = work / f"site-compare-{i}" if cache == "warm" else work / "site-compare-cold"
+                record(f"{tree}, full {cache}", _build_in(path, folder, site, "full", work))
+        warm(folder)
+        for i, (tree, path) in enumerate(trees.items()):
+            record(f"{tree}, nothing changed", _build_in(path, folder, work / f"site-compare-{i}", "rebuild", work))
+        added = add_result(folder)
+        try:
+            for i, (tree, path) in enumerate(trees.items()):
+                record(f"{tree}, one new result", _build_in(path, folder, work / f"site-compare-{i}", "rebuild", work))
+        finally:
+            for path in added:
+                path.unlink()
+    for site in work.glob("site-compare*"):
+        shutil.rmtree(site, ignore_errors=True)
+    print(f"\nbuilds of {size:,} store-shaped results, fresh process each (median of {runs}; "
           f"{os.cpu_count()} CPUs, shared: load average printed per build)")
-    print(f"{'':26} {'wall s':>8} {'CPU s':>8} {'load':>6}")
+    print(f"{'':36} {'wall s':>8} {'CPU s':>8} {'load':>6} {'read':>7}")
     summary = {}
-    for key, values in got.items():
-        med = {k: statistics.median(v[k] for v in values) for k in ("wall_s", "cpu_s", "load_average")}
+    for key in sorted(got, key=lambda k: (k.split(", ", 1)[1], k)):
+        values = got[key]
+        med = {k: statistics.median(v[k] for v in values) for k in ("wall_s", "cpu_s", "load_average", "processed")}
         summary[key] = med
-        print(f"{key:26} {med['wall_s']:8.2f} {med['cpu_s']:8.2f} {med['load_average']:6.1f}")
+        print(f"{key:36} {med['wall_s']:8.2f} {med['cpu_s']:8.2f} {med['load_average']:6.1f} {med['processed']:7.0f}")
     return {"size": size, "runs": got, "medians": summary}
+
+
+def mixed_store(folder: Path) -> None:
+    """Records of every shape the builder treats differently: side-file latencies (1,024 and
+    thinned 5,000), inline ones, campaign and study records, a UTF-16 file, a compact one, a
+    duplicate uid, a broken file and a non-record."""
+    from cr.dashboard import sample
+
+    sample.write_store(folder / "side", 1200)
+    sample.write_store(folder / "thinned", 40, samples=5000, seed=1)
+    sample.write_store(folder / "inline", 400, side_files=False, seed=2)
+    odd = folder / "odd"
+    odd.mkdir(parents=True, exist_ok=True)
+    records = sorted((folder / "inline").rglob("*.json"))
+    for i, path in enumerate(records[:60]):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        rec["uid"] = f"c{i:015x}"
+        if i % 2:
+            rec["campaign"] = {"name": "grid", "job": f"j{i % 7}"}
+            rec["config"]["threads"] = 1 + i % 3
+        else:
+            rec["study"] = {"name": "tune-1", "trial": str(i), "recommended": i == 4, "feasible": i % 3 != 0}
+        (odd / f"{rec['uid']}.json").write_text(json.dumps(rec, indent=2) + "\n", encoding="utf-8")
+    rec = json.loads(records[70].read_text(encoding="utf-8"))
+    rec["uid"] = "d000000000000001"
+    (odd / "utf16.json").write_bytes(json.dumps(rec, indent=2).encode("utf-16"))
+    rec["uid"] = "d000000000000002"
+    (odd / "compact.json").write_text(json.dumps(rec), encoding="utf-8")
+    (odd / "duplicate.json").write_text(records[71].read_text(encoding="utf-8"), encoding="utf-8")
+    (odd / "broken.json").write_text('{"format": 1, "uid": ', encoding="utf-8")
+    (odd / "lock.json").write_text('{"software": {}}', encoding="utf-8")
+
+
+def check_same(work: Path, other: str) -> None:
+    """Build the mixed store with this tree and the cr tree in other: a clean build, then a
+    rebuild after one record was added, one changed and one removed; every data file of
+    the site (index.js, runs.js, each detail bundle) must be byte for byte the other
+    tree's clean build of the same records."""
+    folder = work / "mixed"
+    shutil.rmtree(folder, ignore_errors=True)
+    mixed_store(folder)
+    sites = {"this": work / "mixed-site-this", "other": work / "mixed-site-other"}
+
+    def data_files(site: Path) -> dict:
+        return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted((site / "data").rglob("*")) if p.is_file()}
+
+    def same(step: str) -> None:
+        _build_in(str(ROOT), folder, sites["this"], "rebuild", work)  # incremental: what the last build kept
+        _build_in(other, folder, sites["other"], "full", work)
+        a, b = data_files(sites["this"]), data_files(sites["other"])
+        differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        print(f"  {step}: {len(a)} data files, {'identical' if not differ else f'{len(differ)} differ: {differ[:5]}'}",
+              file=sys.stderr)
+        if differ:
+            raise SystemExit(f"the site differs from {other}'s after {step}")
+
+    shutil.rmtree(sites["this"], ignore_errors=True)
+    same("a first build")
+    same("a rebuild with nothing changed")
+    added = add_result(folder / "side")
+    same("a rebuild after one new result")
+    changed = sorted((folder / "side").rglob("*.json"))[5]
+    changed.write_text(changed.read_text(encoding="utf-8").replace('"status": "ok"', '"status": "failed"', 1),
+                       encoding="utf-8")
+    same("a rebuild after one changed")
+    added[1].unlink()
+    same("a rebuild after one removed")
+    for site in sites.values():
+        shutil.rmtree(site, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:
@@ -258,7 +387,18 @@ def main() -> None:
     parser.add_argument("--compare", type=int, metavar="SIZE", help="Only warm and cold full builds of SIZE results.")
     parser.add_argument("--compare-with", metavar="DIR", help="With --compare: also build with the cr tree in DIR.")
     parser.add_argument("--runs", type=int, default=1, help="With --compare: builds of each kind (median).")
+    parser.add_argument("--check-with", metavar="DIR", help="Only check that the site's data files are byte for byte "
+                        "those the cr tree in DIR builds, on a store of mixed records, after adds, changes, removals.")
     args = parser.parse_args()
+    if args.check_with:
+        work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            check_same(work, str(Path(args.check_with).absolute()))
+        finally:
+            if not args.work:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     if args.compare:
         work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cr-bench-dashboard-"))
         work.mkdir(parents=True, exist_ok=True)

@@ -401,7 +401,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def _tree(folder: Path) -> dict:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """The site's files and their bytes (not the builder's private state: its saved states
+    name the inodes and times of the files they describe, which differ between folders)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.relative_to(folder).as_posix().startswith(".cr-dashboard")}
 
 
 def _column_values(page, column: str) -> list[float]:

@@ -44,13 +44,15 @@ from . import records
 from .leaderboard import Leaderboard
 
 # Bump when records.py writes different detail files or summaries: what older builds left is then redone.
-CACHE_FORMAT = 5  # 3: rows carry their configuration and dataset; 4: and detection AP; 5: and the tasks' metrics
+CACHE_FORMAT = 6  # 3: rows carry their configuration and dataset; 4: and detection AP; 5: and the tasks' metrics;
+# 6: sealed states (records.seal_state) keyed by inode too, and the marker's fingerprints of inputs and outputs
 CACHE_FILE = ".cr-dashboard.json"  # marks a folder as a dashboard cr built, and what it copied there
 STATE_DIR = ".cr-dashboard"  # <bundle>.json: the files of each bundle at the last build
 LOCK_FILE = "build.lock"  # in STATE_DIR: held by the build writing into the folder
 BUNDLE_SIZE = 32  # record files per detail file, on average
 PARALLEL_MIN = 2000  # below this many files to read, worker processes cost more than they save
 JOB_FILES = 512  # record files per worker task
+KEY_FILE = "dashboard-cache.key"  # in CR_HOME: the key that seals the build's saved states (_cache_key)
 
 
 @dataclass
@@ -62,6 +64,7 @@ class BuildInfo:
     rows: int  # leaderboard rows
     processed: int  # record files read this time
     reused: int  # record files whose bundle from the last build was still right
+    rejected: int  # saved bundle states of the last build that did not verify (corrupt or edited): read again
     bundles: int  # detail files
     workers: int
     seconds: float
@@ -112,59 +115,87 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
 def _build_locked(out: Path, found: list, workers: int | None, incremental: bool, lock: "_Lock", started: float,
                   phases: dict) -> BuildInfo:
     """The build proper, under the folder's lock."""
+    from ..__about__ import __version__
+
     results_dir, state_dir = out / "data" / "results", out / STATE_DIR
-    previous = _load_meta(out)
+    key = _cache_key()
+    previous = _load_meta(out, key)
     if previous.get("complete") is not True:
-        incremental = False  # the last build into out was killed or failed: its state is not to be trusted
-    # Until the end, the folder is "a dashboard whose last build did not complete".
-    _write_if_changed(out / CACHE_FILE, _marker(False, None, previous.get("static") or []))
-    results_dir.mkdir(parents=True, exist_ok=True)
+        incremental = False  # the last build into out was killed, failed or cannot be verified: its state is not trusted
     count = _bundle_count(len(found))
+    # The record files as listed (path, name, mtime_ns, size, inode), this cr and its
+    # format: when they are what the last complete build read, it warned about nothing,
+    # and the data files are as it left them, that output is this build's byte for byte
+    # (a build is deterministic): nothing is read or written but the static files' check.
+    inputs = _fingerprint([__version__, CACHE_FORMAT, _code(), count, found])
+    if incremental and previous.get("inputs") == inputs and previous.get("warnings") == 0 \
+            and previous.get("outputs") == _outputs(out):
+        static = _copy_sources(out, previous.get("static") or [])
+        if static != previous.get("static"):
+            _write_if_changed(out / CACHE_FILE, _marker(key, True, count, static, previous))
+        phases["write"] = time.perf_counter() - started - sum(phases.values())
+        return BuildInfo(
+            out_dir=str(out), index_html=str(out / "index.html"), results=previous["results"], skipped=0,
+            rows=previous["rows"], processed=0, reused=len(found), rejected=0, bundles=previous["detail_files"],
+            workers=0, seconds=round(time.perf_counter() - started, 3), phases={k: round(v, 3) for k, v in phases.items()})
+
+    # Until the end, the folder is "a dashboard whose last build did not complete".
+    _write_if_changed(out / CACHE_FILE, _marker(key, False, None, previous.get("static") or []))
+    results_dir.mkdir(parents=True, exist_ok=True)
     by_bundle: dict[str, list] = {}
     for item in found:
         by_bundle.setdefault(_bundle_of(item[1], count), []).append(item)
 
-    # A bundle is read again when any of its files is new, changed or gone, or its detail
-    # file is missing; the state of the others comes from state_dir/<bundle>.json.
+    # A bundle is read again when any of its files is new, changed or gone, its detail
+    # file is not the one its state says was written, or its state does not verify; the
+    # state of the others comes from state_dir/<bundle>.json (records.open_state).
     # Temp files here are a killed build's (no other build writes while we hold the lock).
     listed = {results_dir: _listing(results_dir), state_dir: _listing(state_dir)}
     existing = {n[:-3] for n in listed[results_dir] if n.endswith(".js")}
     states = {n[:-5] for n in listed[state_dir] if n.endswith(".json")}
     _sweep_temp_files(out, listed)
     reuse = incremental and previous.get("bundles") == count
-    entries, jobs = {}, []
+    entries, jobs, rejected = {}, [], 0
     for bundle, items in sorted(by_bundle.items()):
-        state = _load_state(state_dir, bundle) if reuse and bundle in states else None
-        if state is not None and len(state) == len(items) and all(
-                p in state and state[p][0] == m and state[p][1] == s for p, _, m, s in items):
-            if bundle in existing or all(state[p][2] is None for p, _, _, _ in items):
-                for path, _, _, _ in items:
-                    entries[path] = state[path]
-                continue
+        state = None
+        if reuse and bundle in states:
+            state = _load_state(state_dir, bundle, key)
+            if state is None:
+                rejected += 1
+                reporter().warning(f"{state_dir / bundle}.json: the build's saved state does not verify (corrupt or"
+                                   " edited); reading its records again")
+        if state is not None and _still_right(state, items, bundle in existing and _stat(results_dir / f"{bundle}.js")):
+            files = state["files"]
+            for item in items:
+                entries[item[0]] = files[item[0]]
+            continue
         jobs.append((bundle, items))
 
     workers = _workers(workers, sum(len(items) for _, items in jobs))
     # Records join the leaderboard bundle by bundle, in bundle order, as they are read: the
     # per-record work here overlaps the workers'. Of two records with one uid, the first in
     # that order is shown.
-    board, first_path, shown = Leaderboard(), {}, 0
-    read = _run(jobs, str(results_dir), str(state_dir), workers, lock.fd)
+    board, first_path, shown, warnings = Leaderboard(), {}, 0, 0
+    read = _run(jobs, str(results_dir), str(state_dir), workers, lock.fd, key)
     try:
         dirty = {bundle for bundle, _ in jobs}
         for bundle in sorted(by_bundle):
             items = by_bundle[bundle]
             if bundle in dirty:
                 outcomes = next(read)
-                for (path, _name, mtime_ns, size), (summary, why) in zip(items, outcomes):
-                    entries[path] = [mtime_ns, size, summary, why]
-            for path, _name, _, _ in items:
+                for (path, _name, mtime_ns, size, inode), (summary, why) in zip(items, outcomes):
+                    entries[path] = [mtime_ns, size, summary, why, inode]
+            for item in items:
+                path = item[0]
                 summary, why = entries[path][2], entries[path][3]
                 if summary is None:
                     reporter().warning(f"{path}: skipped, {why}")
+                    warnings += 1
                     continue
                 uid = summary[0]
                 if uid in first_path:
                     reporter().warning(f"{path}: skipped, its uid {uid} is already used by {first_path[uid]}")
+                    warnings += 1
                     continue
                 first_path[uid] = path
                 board.add(summary)
@@ -180,8 +211,6 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
     for stale in sorted(states - set(by_bundle)):
         _unlink(state_dir / f"{stale}.json")
 
-    from ..__about__ import __version__
-
     meta = {"cr_version": __version__, "generated": max(board.newest_on.values(), key=lambda s: s[records.F["time"]],
                                                             default=[""] * len(records.F))[records.F["time"]]}
     index, runs = board.result(meta)
@@ -189,27 +218,140 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
     _write_if_changed(out / "data" / "index.js", _script("CR_DATA_INDEX", index))
     _write_if_changed(out / "data" / "runs.js", _script("CR_DATA_RUNS", runs))
     static = _copy_sources(out, previous.get("static") or [])
-    _write_if_changed(out / CACHE_FILE, _marker(True, count, static))  # last: everything before it is written
+    done = {"inputs": inputs, "outputs": _outputs(out), "warnings": warnings, "results": shown,
+            "rows": len(index["rows"]), "detail_files": len(live)}
+    _write_if_changed(out / CACHE_FILE, _marker(key, True, count, static, done))  # last: everything before it is written
     phases["write"] = time.perf_counter() - started - sum(phases.values())
     processed = sum(len(items) for _, items in jobs)
     return BuildInfo(
         out_dir=str(out), index_html=str(out / "index.html"), results=shown,
         skipped=sum(1 for e in entries.values() if e[2] is None), rows=len(index["rows"]),
-        processed=processed, reused=len(found) - processed, bundles=len(live), workers=workers,
+        processed=processed, reused=len(found) - processed, rejected=rejected, bundles=len(live), workers=workers,
         seconds=round(time.perf_counter() - started, 3), phases={k: round(v, 3) for k, v in phases.items()},
     )
 
 
-def _marker(complete: bool, bundles: int | None, static: list[str]) -> bytes:
+def _still_right(state: dict, items: list, detail) -> bool:
+    """Whether a bundle's verified state from the last build describes its files as they are
+    now (the same paths, each with the same mtime_ns, size and inode) and its detail file is
+    the one that build wrote (detail: its [size, mtime_ns, inode] now, or False when missing)."""
+    files = state["files"]
+    if len(files) != len(items):
+        return False
+    for path, _, mtime_ns, size, inode in items:
+        entry = files.get(path)
+        if entry is None or entry[0] != mtime_ns or entry[1] != size or entry[4] != inode:
+            return False
+    return state.get("detail") == (detail or None)
+
+
+def _stat(path: Path):
+    """[size, mtime_ns, inode] of path, False when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _fingerprint(value) -> str:
+    """sha256 of repr(value), for lists and tuples of str and int (deterministic; ~0.17 s
+    for the 100,000 tuples of a large listing, a little less than JSON)."""
+    import hashlib
+
+    return hashlib.sha256(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def _code() -> str:
+    """sha256 of the source of the modules that decide the site's data (this one, records,
+    leaderboard and what records uses from cr.results): a changed builder, even one whose
+    version and CACHE_FORMAT were left as they were, is never taken for the last build's."""
+    import hashlib
+
+    from ..results import latencies, pareto, significance, summary, traces
+    from . import leaderboard
+
+    digest = hashlib.sha256()
+    for module in (sys.modules[__name__], records, leaderboard, latencies, pareto, significance, summary, traces):
+        try:
+            with open(module.__file__, "rb") as f:
+                digest.update(f.read())
+        except (OSError, TypeError):
+            digest.update(os.urandom(16))  # source not readable: never a match
+    return digest.hexdigest()
+
+
+def _outputs(out: Path) -> str:
+    """A fingerprint of the generated data files as they are on disk (name, size, mtime_ns,
+    inode): any file in data/, data/results or data/traces written, replaced, added or
+    removed since changes it."""
+    listing = []
+    for folder in ("data", "data/results", f"data/{records.TRACES_DIR}"):
+        try:
+            with os.scandir(out / folder) as it:
+                for entry in it:
+                    if entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        listing.append((folder, entry.name, st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            continue
+    return _fingerprint(sorted(listing))
+
+
+def _cache_key() -> bytes:
+    """The key that seals the build's saved states (records.seal_state) and its marker: 32
+    random bytes in CR_HOME/KEY_FILE (mode 0600), made on first use. It lives outside the
+    site's folder, so whoever can write that folder (a copy, a checkout, a shared
+    directory) cannot make a state that verifies. Where CR_HOME cannot be used, a key for
+    this build only: nothing it leaves is trusted, and the next build reads everything."""
+    from ..paths import cr_home
+
+    try:
+        path = cr_home() / KEY_FILE
+        for _ in range(2):
+            try:
+                with open(path, "rb") as f:
+                    key = f.read(64)
+                if len(key) == 32:
+                    return key
+                os.unlink(path)  # damaged: a new key (whatever the old one sealed is read again)
+            except FileNotFoundError:
+                pass
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                continue  # another build made it first: read that one
+            key = os.urandom(32)
+            try:
+                os.write(fd, key)
+            finally:
+                os.close(fd)
+            return key
+    except OSError:
+        pass
+    return os.urandom(32)
+
+
+def _marker(key: bytes, complete: bool, bundles: int | None, static: list[str], done: dict | None = None) -> bytes:
     """The text of .cr-dashboard.json. complete: the build that wrote it finished (until then,
-    the next build does not trust the state it finds)."""
+    the next build does not trust the state it finds); done: what a complete build read and
+    wrote (fingerprints of its inputs and outputs, its counts). Sealed with the states' key."""
     meta = {"format": CACHE_FORMAT,
             "note": "what cr dashboard build wrote here (state of each bundle in .cr-dashboard/); safe to delete",
             "complete": complete}
     if bundles is not None:
         meta["bundles"] = bundles
     meta["static"] = static
+    for name in ("inputs", "outputs", "warnings", "results", "rows", "detail_files"):
+        if done and name in done:
+            meta[name] = done[name]
+    meta["seal"] = _seal(key, meta)
     return json.dumps(meta, indent=1).encode("utf-8")
+
+
+def _seal(key: bytes, meta: dict) -> str:
+    return records.seal_state(key, CACHE_FILE, meta).partition(b"\n")[0].rpartition(b" ")[2].decode("ascii")
 
 
 class _Lock:
@@ -241,7 +383,7 @@ def _claim(out: Path) -> _Lock:
             pass
         else:
             try:
-                os.write(fd, _marker(False, None, []))
+                os.write(fd, _marker(b"", False, None, []))  # sealed with no key: never verifies
             finally:
                 os.close(fd)
         lock_path.parent.mkdir(exist_ok=True)
@@ -341,15 +483,15 @@ def _check_out_dir(out: Path) -> None:
         )
 
 
-def _scan(results, skip_dir: Path) -> list[tuple[str, str, int, int]]:
-    """(path, name shown on the site, mtime_ns, size) of every candidate record file, sorted by path."""
+def _scan(results, skip_dir: Path) -> list[tuple[str, str, int, int, int]]:
+    """(path, name shown on the site, mtime_ns, size, inode) of every candidate record file, sorted by path."""
     roots = results if isinstance(results, (list, tuple)) else [results]
     found: dict[str, tuple] = {}
     for root in roots:
         root = Path(root).expanduser().absolute()
         if root.is_file():
             st = root.stat()
-            found[str(root)] = (str(root), root.name, st.st_mtime_ns, st.st_size)
+            found[str(root)] = (str(root), root.name, st.st_mtime_ns, st.st_size, st.st_ino)
         elif root.is_dir():
             _walk(str(root), len(os.path.join(str(root), "")), str(skip_dir), found)
         else:
@@ -372,7 +514,7 @@ def _walk(folder: str, prefix: int, skip_dir: str, found: dict) -> None:
             _walk(entry.path, prefix, skip_dir, found)
         elif entry.name.endswith(".json") and entry.is_file():
             st = entry.stat()
-            found[entry.path] = (entry.path, entry.path[prefix:].replace(os.sep, "/"), st.st_mtime_ns, st.st_size)
+            found[entry.path] = (entry.path, entry.path[prefix:].replace(os.sep, "/"), st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def _workers(asked: int | None, files: int) -> int:
@@ -387,7 +529,7 @@ def _workers(asked: int | None, files: int) -> int:
     return max(1, min(cpus, 8))
 
 
-def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: int | None = None):
+def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: int | None, key: bytes):
     """records.write_bundle for each (bundle, items) job; yields each bundle's outcomes in
     job order, as soon as they are there. In worker processes when asked; lock_fd: the
     build's lock, which forked workers must not keep."""
@@ -403,11 +545,11 @@ def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: in
         tasks.append(task)
     if workers <= 1 or len(tasks) < 2:
         for task in tasks:
-            yield from records.write_bundles(task, results_dir, state_dir)
+            yield from records.write_bundles(task, results_dir, state_dir, key)
             done += sum(i[3] for _, items in task for i in items)
             progress("reading results", done, total)
         return
-    pooled = _in_workers(tasks, results_dir, state_dir, workers, lock_fd)
+    pooled = _in_workers(tasks, results_dir, state_dir, workers, lock_fd, key)
     try:
         for task, outcomes in zip(tasks, pooled):
             yield from outcomes
@@ -417,7 +559,7 @@ def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: in
         pooled.close()  # when this generator is closed early: stops the workers now
 
 
-def _in_workers(tasks: list, results_dir: str, state_dir: str, workers: int, lock_fd: int | None):
+def _in_workers(tasks: list, results_dir: str, state_dir: str, workers: int, lock_fd: int | None, key: bytes):
     """records.write_bundles(task) for each task in worker processes; yields the outcomes in task order.
 
     A pipe per worker. Forked workers have the task list already, so they are sent task
@@ -444,7 +586,8 @@ def _in_workers(tasks: list, results_dir: str, state_dir: str, workers: int, loc
         for _ in range(min(workers, len(tasks))):
             here, there = context.Pipe()
             process = context.Process(target=_worker, name="cr-dashboard-build", daemon=True, args=(
-                there, tasks if forked else None, results_dir, state_dir, os.getpid(), forked, lock_fd if forked else None))
+                there, tasks if forked else None, results_dir, state_dir, os.getpid(), forked, lock_fd if forked else None,
+                key))
             process.start()
             there.close()
             processes.append((process, here))
@@ -502,7 +645,7 @@ def _worker_died() -> CRError:
 
 
 def _worker(conn, tasks: list | None, results_dir: str, state_dir: str, builder: int, forked: bool,
-            lock_fd: int | None) -> None:
+            lock_fd: int | None, key: bytes) -> None:
     """A worker process: tasks (or their numbers in tasks) in through conn, (True, outcomes) or
     (False, the exception) out, in order; None ends it."""
     _worker_init(builder, forked, lock_fd)
@@ -514,7 +657,7 @@ def _worker(conn, tasks: list | None, results_dir: str, state_dir: str, builder:
         if task is None:
             return
         try:
-            answer = (True, records.write_bundles(tasks[task] if tasks is not None else task, results_dir, state_dir))
+            answer = (True, records.write_bundles(tasks[task] if tasks is not None else task, results_dir, state_dir, key))
         except Exception as exc:
             answer = (False, exc)
         conn.send(answer)
@@ -616,6 +759,8 @@ def _copy_sources(out: Path, previous: list[str]) -> list[str]:
             _write_if_changed(out / rel, src.read_bytes())
             copied.append(rel)
     for rel in sorted(set(previous) - set(copied)):
+        if not isinstance(rel, str) or rel.startswith(("/", "\\")) or ".." in rel.replace("\\", "/").split("/"):
+            continue  # never outside out, whatever a damaged or edited marker lists
         try:
             (out / rel).unlink()
         except OSError:
@@ -623,21 +768,33 @@ def _copy_sources(out: Path, previous: list[str]) -> list[str]:
     return copied
 
 
-def _load_meta(out: Path) -> dict:
-    """What the last build into out recorded in .cr-dashboard.json ({} when unreadable or another format)."""
+def _load_meta(out: Path, key: bytes) -> dict:
+    """What the last build into out recorded in .cr-dashboard.json: {} when unreadable or of
+    another format; only its list of static files when not sealed with key (then nothing
+    else the last build left is trusted)."""
     try:
         with open(out / CACHE_FILE, encoding="utf-8") as f:
             meta = json.load(f)
     except (OSError, ValueError):
         return {}
-    return meta if isinstance(meta, dict) and meta.get("format") == CACHE_FORMAT else {}
+    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT:
+        return {}
+    import hmac
+
+    seal = meta.pop("seal", None)
+    if not isinstance(seal, str) or not hmac.compare_digest(seal, _seal(key, meta)):
+        static = meta.get("static")
+        return {"static": static} if isinstance(static, list) and all(isinstance(n, str) for n in static) else {}
+    return meta
 
 
-def _load_state(state_dir: Path, bundle: str) -> dict | None:
-    """path -> [mtime_ns, size, summary, why skipped] of a bundle's files at the last build."""
+def _load_state(state_dir: Path, bundle: str, key: bytes) -> dict | None:
+    """{"detail": [size, mtime_ns, inode] of its detail file or None, "files": path ->
+    [mtime_ns, size, summary, why skipped, inode]} of a bundle at the last build; None when
+    unreadable or when it does not verify (records.open_state)."""
     try:
         with open(state_dir / f"{bundle}.json", "rb") as f:
-            state = json.loads(f.read())
-    except (OSError, ValueError):
+            blob = f.read()
+    except OSError:
         return None
-    return state if isinstance(state, dict) else None
+    return records.open_state(key, bundle, blob)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+import hmac
 import json
 import math
 import os
@@ -734,41 +735,79 @@ def _reencode(record: dict) -> bytes:
         return js_literal(json.loads(json.dumps(record), parse_constant=lambda _: None)).encode("ascii")
 
 
-def write_bundle(bundle: str, items: list[tuple[str, str, int, int]], results_dir: str, state_dir: str) -> list[tuple[list | None, str]]:
+def write_bundle(bundle: str, items: list[tuple[str, str, int, int, int]], results_dir: str, state_dir: str,
+                 key: bytes) -> list[tuple[list | None, str]]:
     """Summarise the record files of one bundle, write its detail file results_dir/<bundle>.js
-    and what the next build needs to know about them, state_dir/<bundle>.json.
+    and what the next build needs to know about them, state_dir/<bundle>.json (seal_state).
 
-    items are (path, name shown, mtime_ns, size) in path order; returns (summary, "") or
-    (None, why skipped) for each. Records are stored under "<bundle>:<uid>"; of two
+    items are (path, name shown, mtime_ns, size, inode) in path order; returns (summary, "")
+    or (None, why skipped) for each. Records are stored under "<bundle>:<uid>"; of two
     records with the same uid in a bundle only the first is written (the builder warns
-    about the other).
+    about the other). key: the build's cache key (seal_state).
     """
-    out, parts, seen, state = [], [], set(), {}
-    for path, name, mtime_ns, size in items:
+    out, parts, seen, files = [], [], set(), {}
+    for path, name, mtime_ns, size, inode in items:
         try:
             record, text, samples = load(path, size)
         except Skip as exc:
             out.append((None, str(exc)))
-            state[path] = [mtime_ns, size, None, str(exc)]
+            files[path] = [mtime_ns, size, None, str(exc), inode]
             continue
         summary = summarise(record, study_latencies(record, samples, path))
         summary[F["loc"]] = bundle
         out.append((summary, ""))
-        state[path] = [mtime_ns, size, summary, ""]
+        files[path] = [mtime_ns, size, summary, "", inode]
         if record["uid"] not in seen:
             seen.add(record["uid"])
             trace = copy_trace(record, path, os.path.dirname(results_dir))
             parts.append(detail_js(record, text, samples, path, name, f"{bundle}:{record['uid']}", trace))
     target = os.path.join(results_dir, bundle + ".js")
+    detail = None
     if parts:
         write_file(target, b"".join(parts))
+        st = os.stat(target)
+        detail = [st.st_size, st.st_mtime_ns, st.st_ino]
     else:
         try:
             os.unlink(target)
         except FileNotFoundError:
             pass
-    write_file(os.path.join(state_dir, bundle + ".json"), json.dumps(state, separators=(",", ":")).encode("utf-8"))
+    write_file(os.path.join(state_dir, bundle + ".json"), seal_state(key, bundle, {"detail": detail, "files": files}))
     return out
+
+
+# The state of a bundle: b"cr-dashboard-state " + HMAC-SHA256 hex + b"\n" + its JSON. The
+# state holds the summaries the next build shows without reading the records again, so
+# whoever could write it could put figures on the site that no record holds: it is sealed
+# with a key that lives in CR_HOME, not in the site's folder (cr.dashboard.build._cache_key),
+# and bound to its bundle's name, so a state edited, corrupted, copied from another folder or
+# moved to another bundle fails open_state and its records are read again.
+_STATE_MAGIC = b"cr-dashboard-state "
+
+
+def seal_state(key: bytes, bundle: str, state: dict) -> bytes:
+    body = json.dumps(state, separators=(",", ":")).encode("utf-8")
+    return _STATE_MAGIC + _mac(key, bundle, body).encode("ascii") + b"\n" + body
+
+
+def open_state(key: bytes, bundle: str, blob: bytes) -> dict | None:
+    """The state seal_state wrote for bundle, or None when blob is not that (corrupt, edited, another key or bundle)."""
+    if not blob.startswith(_STATE_MAGIC):
+        return None
+    head, _, body = blob.partition(b"\n")
+    if not hmac.compare_digest(head[len(_STATE_MAGIC):], _mac(key, bundle, body).encode("ascii")):
+        return None
+    try:
+        state = json.loads(body)
+    except ValueError:
+        return None
+    if not (isinstance(state, dict) and isinstance(state.get("files"), dict)):
+        return None
+    return state
+
+
+def _mac(key: bytes, bundle: str, body: bytes) -> str:
+    return hmac.new(key, bundle.encode("utf-8", "surrogateescape") + b"\0" + body, hashlib.sha256).hexdigest()
 
 
 TRACES_DIR = "traces"  # beside data/results: data/traces/<sha256>.trace.json.gz
@@ -817,14 +856,14 @@ def copy_trace(record: dict, record_path: str, data_dir: str) -> str | None:
     return rel
 
 
-def write_bundles(jobs: list, results_dir: str, state_dir: str) -> list[list[tuple[list | None, str]]]:
+def write_bundles(jobs: list, results_dir: str, state_dir: str, key: bytes) -> list[list[tuple[list | None, str]]]:
     """write_bundle() for each (bundle, items): one task of the builder's worker pool."""
     import gc
 
     collecting = gc.isenabled()
     gc.disable()  # as in build(): many small containers, no cycles
     try:
-        return [write_bundle(bundle, items, results_dir, state_dir) for bundle, items in jobs]
+        return [write_bundle(bundle, items, results_dir, state_dir, key) for bundle, items in jobs]
     finally:
         if collecting:
             gc.enable()
