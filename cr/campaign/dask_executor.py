@@ -179,13 +179,14 @@ def connect(addr: str, sec=None, timeout: float = 10.0) -> Session:
     return Session(full_address(addr, sec), sec, timeout)
 
 
-def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
+def run_jobs(run: Run, session: Session, retries: int, noop: bool, place=placement) -> None:
     """The cluster executor's loop over a connected session (the slurm executor runs it too):
-    placement, submission in a window, the scheduler's events into the Run, until every job is final."""
+    placement, submission in a window, the scheduler's events into the Run, until every job is final.
+    place: placement() or one that narrows it (the slurm executor's: a target's own worker jobs)."""
     known = session.workers
     pending: deque[CampaignJob] = deque()
     for job in run.todo:
-        fit, why = placement(job, known)
+        fit, why = place(job, known)
         if fit:
             pending.append(job)
         else:
@@ -199,7 +200,7 @@ def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
         batch = []
         while pending and len(in_flight) + len(batch) < max(MIN_WINDOW, WINDOW * slots(known)):
             job = pending.popleft()
-            fit, why = placement(job, known)
+            fit, why = place(job, known)
             if not fit:
                 run.not_run(job, "unplaceable", unplaceable_reason(job, why))
                 continue
@@ -219,7 +220,7 @@ def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
             left = {n for n in known if n not in session.workers}
             known = session.workers
             if left:
-                _worker_left(run, left, in_flight, pending, by_key, running_on, known, session)
+                _worker_left(run, left, in_flight, pending, by_key, running_on, known, session, place)
 
 
 def _key(job: CampaignJob) -> str:
@@ -301,12 +302,12 @@ def _lost(run: Run, job: CampaignJob, name: str | None, retry: bool, in_flight: 
 
 
 def _worker_left(run: Run, left: set[str], in_flight: set, pending: deque, by_key: dict, running_on: dict,
-                 known: dict, session) -> None:
+                 known: dict, session, place=placement) -> None:
     """Jobs that no remaining worker matches are unplaceable now (cancelled at the scheduler)."""
     cancel = []
     for key in list(in_flight):
         job = by_key[key]
-        fit, why = placement(job, known)
+        fit, why = place(job, known)
         if not fit and not run.is_final(job):
             in_flight.discard(key)
             cancel.append(key)
@@ -315,7 +316,7 @@ def _worker_left(run: Run, left: set[str], in_flight: set, pending: deque, by_ke
     if cancel:
         session.send({"op": "cancel", "keys": cancel})
     for job in list(pending):
-        fit, why = placement(job, known)
+        fit, why = place(job, known)
         if not fit:
             pending.remove(job)
             run.not_run(job, "unplaceable", unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")

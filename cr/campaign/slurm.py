@@ -114,9 +114,18 @@ def worker_script(scheduler: str, command: str = "cr", partition: str | None = N
                       f"{worker}", ""])
 
 
-def submit(script: str) -> str:
-    """Submit a batch script (on sbatch's stdin); its Slurm job id."""
-    out = _slurm(["sbatch", "--parsable"], stdin=script, what="sbatch")
+def submit(script: str, what: str = "the worker job") -> str:
+    """Submit a batch script (on sbatch's stdin); its Slurm job id. CRError naming what when
+    sbatch refuses it (a node configuration Slurm does not have: too many cores, memory, GPUs)."""
+    try:
+        out = _slurm(["sbatch", "--parsable"], stdin=script, what="sbatch")
+    except CRError as exc:
+        if "Batch job submission failed" not in exc.message:
+            raise
+        said = exc.message.split("Batch job submission failed: ", 1)[1]
+        raise CRError(f"Slurm refused {what}: {said}",
+                      hint="ask for what a node of the partition has (sinfo -N -l, scontrol show partition): "
+                           "cores, mem, gpus, time") from None
     job = out.strip().split(";")[0]
     if not job.isdigit():
         raise CRError(f"sbatch answered {out.strip()[:100]!r}, not a job id", hint=HINT_SLURM)
