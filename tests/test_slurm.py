@@ -287,6 +287,64 @@ def test_a_worker_job_cancelled_mid_job_has_its_job_retried_on_another(cluster):
     assert _all_cancelled()
 
 
+@pytest.mark.slow
+def test_the_only_worker_job_ended_mid_campaign_is_replaced_and_the_campaign_completes(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "replaced", solutions=["solution:null-slow"], repeat=3)
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "replaced", "--executor", "slurm",
+                             "--time", "10:00", "--retries", "1", "-E", "workers=1", "-E", f"command={COMMAND}", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline and proc.poll() is None:
+        running = [e for e in _journal(env, "replaced") if e["event"] == "started"]
+        if running:
+            victim = running[0]["worker"]
+        time.sleep(0.2)
+    assert victim and victim.startswith("slurm-"), proc.communicate()[1]
+    first = _ours()
+    assert first == [victim.removeprefix("slurm-")]  # the only worker job
+    subprocess.run(["scancel", victim.removeprefix("slurm-")], check=True)
+    replacement = None
+    while replacement is None and time.monotonic() < deadline and proc.poll() is None:
+        replacement = next((j for j in _ours() if j not in first), None)
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    assert replacement is not None  # a second Slurm job was submitted for the target
+    rows = json.loads(out)
+    assert {r["state"] for r in rows} == {"done"} and len(rows) == 3, rows
+    events = _journal(env, "replaced")
+    lost = [e for e in events if e["event"] == "attempt-failed"]
+    assert len(lost) == 1 and lost[0]["worker"] == victim
+    again = [e for e in events if e["event"] == "done" and e["job"] == lost[0]["job"]]
+    assert len(again) == 1 and again[0]["attempt"] == 2
+    assert len(_records(env, "replaced")) == 3
+    assert _all_cancelled()  # the replacement too
+
+
+@pytest.mark.slow
+def test_replacements_are_bounded_by_retries(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "not-replaced", solutions=["solution:null-slow"], repeat=2)
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "not-replaced", "--executor", "slurm",
+                             "--time", "10:00", "--retries", "0", "-E", "workers=1", "-E", f"command={COMMAND}", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline and proc.poll() is None:
+        running = [e for e in _journal(env, "not-replaced") if e["event"] == "started"]
+        if running:
+            victim = running[0]["worker"]
+        time.sleep(0.2)
+    assert victim, proc.communicate()[1]
+    subprocess.run(["scancel", victim.removeprefix("slurm-")], check=True)
+    out, err = proc.communicate(timeout=240)
+    rows = {r["state"] for r in json.loads(out)} if out.strip() else set()
+    assert "done" not in rows and rows <= {"failed", "unplaceable"} and rows, (out, err)
+    assert _all_cancelled()
+
+
 def _slurm_job(job_id: str) -> dict:
     """scontrol's fields of a Slurm job (it keeps an ended job for MinJobAge, 300 s by default)."""
     out = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True).stdout

@@ -92,11 +92,14 @@ def longest_job(events) -> tuple[float, str] | None:
 
 def worker_script(scheduler: str, command: str = "cr", partition: str | None = None, time: str | None = None,
                   cores: int | None = None, mem: str | None = None, gpus: int = 0, account: str | None = None,
-                  output: str = "/dev/null", worker_args: list[str] | None = None, name: str = "cr-worker") -> str:
+                  output: str = "/dev/null", worker_args: list[str] | None = None, name: str = "cr-worker",
+                  worker_name: str | None = None) -> str:
     """The batch script of one `cr worker` job: Slurm's directives, then the worker in a
     CR_HOME of its own on the node's local disk (removed when the job ends): the worker gets
     every archive over the wire, so no shared file system is needed; cr (command) must be
-    installed on the node. command is shell text (e.g. "/opt/venv/bin/cr" or "python3 -m cr")."""
+    installed on the node. command is shell text (e.g. "/opt/venv/bin/cr" or "python3 -m cr").
+    The worker is named slurm-JOBID, or worker_name (a replacement takes the name of the worker
+    it replaces)."""
     directives = [f"--job-name={name}", f"--output={output}", "--chdir=/tmp", "--nodes=1", "--ntasks=1"]
     for flag, value in (("partition", partition), ("time", time), ("cpus-per-task", cores), ("mem", mem),
                         ("account", account)):
@@ -104,8 +107,8 @@ def worker_script(scheduler: str, command: str = "cr", partition: str | None = N
             directives.append(f"--{flag}={value}")
     if gpus:
         directives.append(f"--gres=gpu:{int(gpus)}")
-    worker = " ".join([command, "worker", "--scheduler", shlex.quote(scheduler),
-                       '--name "slurm-$SLURM_JOB_ID"', '--cr-home "$home"', *map(shlex.quote, worker_args or [])])
+    named = f"--name {shlex.quote(worker_name)}" if worker_name else '--name "slurm-$SLURM_JOB_ID"'
+    worker = " ".join([command, "worker", "--scheduler", shlex.quote(scheduler), named, '--cr-home "$home"', *map(shlex.quote, worker_args or [])])
     return "\n".join(["#!/bin/sh", *(f"#SBATCH {d}" for d in directives),
                       "# a cr campaign worker (cr/campaign/slurm_executor.py); its CR_HOME goes with the job",
                       'home="${TMPDIR:-/tmp}/cr-slurm-$SLURM_JOB_ID"',

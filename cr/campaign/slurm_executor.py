@@ -9,12 +9,13 @@ It starts a cr scheduler in this process (or uses the one given with --scheduler
 its target's settings: a flag given here, else the target's `slurm` mapping in the
 campaign's `platforms`, else the default (settings()). A target's jobs run only on its own
 worker jobs (a worker of another target may sit on another partition). It waits for the
-workers to join, then runs the campaign exactly as the
-cluster executor does (cr.campaign.dask_executor's session and loop: placement refuses
-unplaceable jobs at once, archives and results cross the wire, so no shared file system is
-assumed). A worker job that Slurm ends (time limit, preemption, scancel) is a worker that
-left: its job runs again on another while --retries lasts. Every submitted Slurm job is
-cancelled (scancel) when the campaign ends, fails or is interrupted (Ctrl-C or SIGTERM).
+workers to join, then runs the campaign exactly as the cluster executor does
+(cr.campaign.dask_executor's session and loop: placement refuses unplaceable jobs at once,
+archives and results cross the wire, so no shared file system is assumed). A worker job
+that Slurm ends (time limit, preemption, scancel) is a worker that left: its job runs again
+on another while --retries lasts, and when it was its target's last worker job a
+replacement is submitted (at most --retries per target: _replace). Every submitted Slurm
+job is cancelled (scancel) when the campaign ends, fails or is interrupted (Ctrl-C or SIGTERM).
 
 Before anything is submitted it refuses, with a hint: a Slurm that does not answer (sinfo
 fails), a partition sinfo does not list, and a --time shorter than the longest job this
@@ -89,6 +90,8 @@ class SlurmExecutor(Executor):
         self.retries, self.timeout, self.connect_timeout, self.noop = retries, timeout, connect_timeout, noop
         self.submitted: list[str] = []  # the Slurm job ids of this run's workers
         self.target_of: dict[str, str] = {}  # Slurm job id -> the platform target it was submitted for
+        self.replaced: dict[str, int] = {}  # target -> replacement worker jobs submitted (at most --retries)
+        self.replacing: dict[str, dict] = {}  # target -> the replacement awaited: {"id", "name", "deadline", "poll"}
 
     def where(self) -> str:
         return f"Slurm partition {self.partition or '(default)'}, {self.workers} worker job(s) per platform target"
@@ -170,16 +173,12 @@ class SlurmExecutor(Executor):
         session = None
         try:
             session = Session(addr, self.security, self.connect_timeout)
-            for name, got in targets.items():
-                script = slurm.worker_script(addr, self.command, got["partition"], got["time"], got["cores"], got["mem"],
-                                             got["gpus"], got["account"], self.output, self._worker_args())
+            for name in targets:
                 for _ in range(self.workers):
-                    job_id = slurm.submit(script, f"the worker job of platform target {name!r} ("
-                                          + ", ".join(f"{k} {v}" for k, v in got.items() if v not in (None, 0)) + ")")
-                    self.submitted.append(job_id)
-                    self.target_of[job_id] = name
+                    self._submit(addr, targets, name)
             self._await_workers(session)
-            run_jobs(run, session, self.retries, self.noop, place=self._place)
+            self._session, self._addr, self._targets, self._run = session, addr, targets, run
+            run_jobs(run, session, self.retries, self.noop, place=self._place, on_left=self._replace, hold=self._hold)
         finally:  # ended, failed or interrupted: no worker job outlives the campaign
             slurm.cancel(self.submitted)
             if session is not None:
@@ -187,6 +186,55 @@ class SlurmExecutor(Executor):
             if started is not None:
                 started.stop()
             restore()
+
+    def _submit(self, addr: str, targets: dict, name: str, worker_name: str | None = None) -> str:
+        """Submit one worker job for target name with its settings; its Slurm job id."""
+        got = targets[name]
+        script = slurm.worker_script(addr, self.command, got["partition"], got["time"], got["cores"], got["mem"],
+                                     got["gpus"], got["account"], self.output, self._worker_args(), worker_name=worker_name)
+        job_id = slurm.submit(script, f"the worker job of platform target {name!r} ("
+                              + ", ".join(f"{k} {v}" for k, v in got.items() if v not in (None, 0)) + ")")
+        self.submitted.append(job_id)
+        self.target_of[job_id] = name
+        return job_id
+
+    # -- replacing a target's last worker job ----------------------------------------------------
+
+    def _replace(self, left: set[str]) -> None:
+        """Workers left: for a target that now has none of its worker jobs connected and jobs
+        still to run, submit one replacement worker job (at most --retries per target). It
+        takes the name of a worker that left, so the jobs the scheduler holds for that worker
+        (its retries) go to the replacement."""
+        connected = {self.target_of.get(_slurm_id(n)) for n in self._session.workers}
+        for name in sorted(left):
+            target = self.target_of.get(_slurm_id(name))
+            if target is None or target in connected or target in self.replacing:
+                continue
+            if self.replaced.get(target, 0) >= self.retries:
+                continue
+            if all(self._run.is_final(j) for j in self._run.todo if j.platform == target):
+                continue
+            self.replaced[target] = self.replaced.get(target, 0) + 1
+            job_id = self._submit(self._addr, self._targets, target, worker_name=name)
+            self.replacing[target] = {"id": job_id, "name": name, "deadline": time.monotonic() + self.timeout,
+                                      "poll": 0.0}
+
+    def _hold(self, job) -> bool:
+        """Whether job waits for its target's replacement worker job: until it joins, Slurm
+        no longer lists it (it ended without joining), or --timeout passed."""
+        r = self.replacing.get(job.platform)
+        if r is None:
+            return False
+        now = time.monotonic()
+        if r["name"] in self._session.workers or now >= r["deadline"]:
+            del self.replacing[job.platform]  # joined (and yet job fits no worker), or too late
+            return False
+        if now >= r["poll"]:
+            r["poll"] = now + POLL_S
+            if not slurm.states([r["id"]]):
+                del self.replacing[job.platform]
+                return False
+        return True
 
     def _place(self, job, workers: dict) -> tuple[list[str], list[str]]:
         """placement(), where this run's worker jobs of another target do not count: a
