@@ -126,7 +126,7 @@ class SlurmExecutor(Executor):
         is given); CRError for an unreachable Slurm, an unknown partition or a time limit
         shorter than a job of that target this campaign measured. A value from the campaign's
         file is named by its file and field."""
-        from .spec import _where
+        from .spec import field_where
 
         known = slurm.partitions()
         targets = self.settings(run)
@@ -134,7 +134,7 @@ class SlurmExecutor(Executor):
         for name, got in targets.items():
             field = f"/platforms/{name}/slurm"
             origin = lambda key: (f"--{key}" if getattr(self, key) is not None  # noqa: E731
-                                  else f"{_where(run.campaign, field + '/' + key)}")
+                                  else f"{field_where(run.campaign, field + '/' + key)}")
             if got["partition"] and got["partition"] not in known:
                 raise CRError(f"{origin('partition')}: Slurm has no partition {got['partition']!r} "
                               f"(sinfo lists: {', '.join(sorted(known)) or 'none'})",
