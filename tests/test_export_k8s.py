@@ -98,3 +98,22 @@ def test_a_bad_image_reference_is_one_error(run_cr, campaign, tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith("Error: --image 'not an image'") and "\nHint: " in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "k").exists()
+
+
+def test_the_targets_slurm_settings_change_no_kubernetes_worker(run_cr, campaign, cr_home, tmp_path):
+    """A target's `slurm` mapping is the Slurm executor's alone (docs/clusters.md): the
+    workers' placement and resources on Kubernetes stay those of the flags and capabilities."""
+    before = tmp_path / "before"
+    assert run_cr("export", "campaign", campaign, "--k8s", str(before), "--image", IMAGE).returncode == 0
+    (meta_path,) = (cr_home / "local" / "campaign" / "sweep").glob("*/meta.json")
+    meta = json.loads(meta_path.read_text())
+    meta["platforms"]["gpu"]["slurm"] = {"partition": "gpu", "gpus": 4, "cores": 16, "mem": "64G"}
+    meta["platforms"]["laptop"]["slurm"] = {"time": "30:00", "cores": 2}
+    meta_path.write_text(json.dumps(meta))
+    after = tmp_path / "after"
+    r = run_cr("export", "campaign", campaign, "--k8s", str(after), "--image", IMAGE)
+    assert r.returncode == 0, r.stderr
+    workers = sorted(f.name for f in before.glob("worker-*.yaml"))
+    assert workers == sorted(f.name for f in after.glob("worker-*.yaml")) and len(workers) == 3
+    for name in workers:
+        assert (before / name).read_text() == (after / name).read_text(), name

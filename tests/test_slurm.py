@@ -74,6 +74,77 @@ def test_the_worker_script_asks_for_what_was_given_and_keeps_its_home_on_the_nod
     assert not any(x in plain for x in ("--partition", "--time", "--gres", "--account", "--mem"))
 
 
+def _settings_of(platforms: dict, jobs: list[tuple[str, bool]], **flags) -> dict:
+    """SlurmExecutor(**flags).settings() of a campaign with these platform targets and jobs
+    ((target, uses a GPU) each)."""
+    from types import SimpleNamespace
+
+    from cr.campaign.slurm_executor import SlurmExecutor
+    from cr.campaign.spec import Campaign
+
+    campaign = Campaign("campaign:c", "c", "0" * 16, {"platforms": platforms}, "c/meta.json")
+    todo = [SimpleNamespace(id=f"j{i}", platform=target, uses_gpu=gpu) for i, (target, gpu) in enumerate(jobs)]
+    return SlurmExecutor(**flags).settings(SimpleNamespace(campaign=campaign, todo=todo, jobs=todo))
+
+
+def test_each_target_gets_its_own_slurm_settings_a_flag_wins_and_defaults_fill_the_rest():
+    platforms = {"cpu": {"slurm": {"partition": "short", "time": "9:00", "cores": 2, "mem": "2G", "account": "lab"}},
+                 "gpu": {"requires": ["nvidia-gpu"], "slurm": {"partition": "gpu", "gpus": 2}},
+                 "idle": {"slurm": {"partition": "never"}}}  # no job to run: no worker job, never checked
+    got = _settings_of(platforms, [("cpu", False), ("gpu", True), ("cpu", False)])
+    assert got == {"cpu": {"partition": "short", "time": "9:00", "cores": 2, "mem": "2G", "gpus": 0, "account": "lab"},
+                   "gpu": {"partition": "gpu", "time": None, "cores": 1, "mem": None, "gpus": 2, "account": None}}
+    flagged = _settings_of(platforms, [("cpu", False), ("gpu", True)], time="30:00", cores=4, gpus=1)
+    assert flagged["cpu"] == {**got["cpu"], "time": "30:00", "cores": 4, "gpus": 1}
+    assert flagged["gpu"] == {**got["gpu"], "time": "30:00", "cores": 4, "gpus": 1}
+    # no slurm mapping: a GPU target still gets one GPU, a CPU target none
+    plain = _settings_of({"gpu": {"requires": ["nvidia-gpu"]}, "cpu": {}}, [("gpu", True), ("cpu", False)])
+    assert plain["gpu"]["gpus"] == 1 and plain["cpu"]["gpus"] == 0 and plain["cpu"]["cores"] == 1
+
+
+@pytest.mark.parametrize("slurm_key,value,words", [
+    ("time", "ten minutes", ["/platforms/cpu/slurm/time", '"ten minutes"']),
+    ("cores", 0, ["/platforms/cpu/slurm/cores", "0"]),
+    ("mem", "4 GB", ["/platforms/cpu/slurm/mem", '"4 GB"']),
+    ("gpus", -1, ["/platforms/cpu/slurm/gpus", "-1"]),
+    ("partition", "a b", ["/platforms/cpu/slurm/partition", '"a b"']),
+    ("qos", "high", ["/platforms/cpu/slurm", "'qos'"]),
+])
+def test_a_bad_slurm_setting_in_the_campaign_is_refused_naming_file_field_and_value(tmp_path, slurm_key, value, words):
+    env = {**os.environ, "CR_HOME": str(tmp_path / "home"), **_no_controller(tmp_path)}
+    env.pop("PYTHONWARNINGS", None)
+    repo = make_repo(tmp_path / "comps", "comps")
+    null_solution(repo)
+    make_component(repo, "campaign", "bad-slurm", solutions=["solution:null-digits"],
+                   platforms={"cpu": {"slurm": {slurm_key: value}}})
+    assert _cr(env, "repo", "add", repo).returncode == 0
+    done = _cr(env, "campaign", "run", "bad-slurm", "--executor", "slurm")  # refused before Slurm is asked
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    error = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(error) == 1 and "campaign/bad-slurm/1.0.0/meta.json" in error[0], done.stderr
+    for w in words:
+        assert w in error[0], error[0]
+    assert done.stderr.splitlines()[-1].startswith("Hint: ")
+    assert "Slurm is not reachable" not in done.stderr and _journal(env, "bad-slurm") == []
+
+
+def test_the_slurm_mapping_changes_no_job_and_other_executors_ignore_it(tmp_path):
+    env = {**os.environ, "CR_HOME": str(tmp_path / "home")}
+    env.pop("PYTHONWARNINGS", None)
+    repo = make_repo(tmp_path / "comps", "comps")
+    null_solution(repo)
+    make_component(repo, "campaign", "plain", solutions=["solution:null-digits"], platforms={"cpu": {}})
+    make_component(repo, "campaign", "with-slurm", solutions=["solution:null-digits"],
+                   platforms={"cpu": {"slurm": {"partition": "nowhere", "time": "1", "cores": 64}}})
+    assert _cr(env, "repo", "add", repo).returncode == 0
+    ids = [[j["id"] for j in json.loads(_cr(env, "campaign", "show", n, "--jobs", "--json").stdout)["jobs"]]
+           for n in ("plain", "with-slurm")]
+    assert ids[0] == ids[1]  # where a job's worker was scheduled decides nothing of its result
+    done = _cr(env, "campaign", "run", "with-slurm", "--json")  # the local executor: no Slurm asked
+    assert done.returncode == 0, done.stderr
+    assert [r["state"] for r in json.loads(done.stdout)] == ["done"]
+
+
 def _no_controller(tmp_path) -> dict:
     """An environment whose Slurm configuration names a controller that is not there: the
     real sinfo fails as it does when slurmctld is down (without Slurm installed, sinfo is
@@ -213,6 +284,112 @@ def test_a_worker_job_cancelled_mid_job_has_its_job_retried_on_another(cluster):
     again = [e for e in events if e["event"] == "done" and e["job"] == lost[0]["job"]]
     assert len(again) == 1 and again[0]["worker"] != victim and again[0]["attempt"] == 2
     assert len(_records(env, "cancelled")) == 3  # each job stored once
+    assert _all_cancelled()
+
+
+@pytest.mark.slow
+def test_the_only_worker_job_ended_mid_campaign_is_replaced_and_the_campaign_completes(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "replaced", solutions=["solution:null-slow"], repeat=3)
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "replaced", "--executor", "slurm",
+                             "--time", "10:00", "--retries", "1", "-E", "workers=1", "-E", f"command={COMMAND}", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline and proc.poll() is None:
+        running = [e for e in _journal(env, "replaced") if e["event"] == "started"]
+        if running:
+            victim = running[0]["worker"]
+        time.sleep(0.2)
+    assert victim and victim.startswith("slurm-"), proc.communicate()[1]
+    first = _ours()
+    assert first == [victim.removeprefix("slurm-")]  # the only worker job
+    subprocess.run(["scancel", victim.removeprefix("slurm-")], check=True)
+    replacement = None
+    while replacement is None and time.monotonic() < deadline and proc.poll() is None:
+        replacement = next((j for j in _ours() if j not in first), None)
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    assert replacement is not None  # a second Slurm job was submitted for the target
+    rows = json.loads(out)
+    assert {r["state"] for r in rows} == {"done"} and len(rows) == 3, rows
+    events = _journal(env, "replaced")
+    lost = [e for e in events if e["event"] == "attempt-failed"]
+    assert len(lost) == 1 and lost[0]["worker"] == victim
+    again = [e for e in events if e["event"] == "done" and e["job"] == lost[0]["job"]]
+    assert len(again) == 1 and again[0]["attempt"] == 2
+    assert len(_records(env, "replaced")) == 3
+    assert _all_cancelled()  # the replacement too
+
+
+@pytest.mark.slow
+def test_replacements_are_bounded_by_retries(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "not-replaced", solutions=["solution:null-slow"], repeat=2)
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "not-replaced", "--executor", "slurm",
+                             "--time", "10:00", "--retries", "0", "-E", "workers=1", "-E", f"command={COMMAND}", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline and proc.poll() is None:
+        running = [e for e in _journal(env, "not-replaced") if e["event"] == "started"]
+        if running:
+            victim = running[0]["worker"]
+        time.sleep(0.2)
+    assert victim, proc.communicate()[1]
+    subprocess.run(["scancel", victim.removeprefix("slurm-")], check=True)
+    out, err = proc.communicate(timeout=240)
+    rows = {r["state"] for r in json.loads(out)} if out.strip() else set()
+    assert "done" not in rows and rows <= {"failed", "unplaceable"} and rows, (out, err)
+    assert _all_cancelled()
+
+
+def _slurm_job(job_id: str) -> dict:
+    """scontrol's fields of a Slurm job (it keeps an ended job for MinJobAge, 300 s by default)."""
+    out = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True).stdout
+    return dict(part.split("=", 1) for part in out.split() if "=" in part)
+
+
+@pytest.mark.slow
+def test_each_platform_target_runs_on_worker_jobs_with_its_own_slurm_settings(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "two-targets", solutions=["solution:null-digits"], repeat=2,
+                   platforms={"small": {"slurm": {"partition": "debug", "time": "9:00", "cores": 1}},
+                              "wide": {"slurm": {"time": "7:00", "cores": 2}}})
+    targets = {j["id"]: j["platform"] for j in json.loads(_cr(env, "campaign", "show", "two-targets", "--jobs",
+                                                                "--json").stdout)["jobs"]}
+    done = _cr(env, "campaign", "run", "two-targets", "--executor", "slurm", "--time", "8:00", "-E", "workers=1",
+               "-E", f"command={COMMAND}", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert len(rows) == 4 and {r["state"] for r in rows} == {"done"}
+    ran_on = {}
+    for e in _journal(env, "two-targets"):
+        if e["event"] == "done":
+            ran_on.setdefault(targets[e["job"]], set()).add(e["worker"])
+    assert set(ran_on) == {"small", "wide"} and all(len(w) == 1 for w in ran_on.values()), ran_on
+    assert ran_on["small"] != ran_on["wide"]  # a target's jobs ran on its own worker job only
+    small, wide = (_slurm_job(next(iter(ran_on[t])).removeprefix("slurm-")) for t in ("small", "wide"))
+    assert small["TimeLimit"] == wide["TimeLimit"] == "00:08:00"  # --time wins over both targets' time
+    assert small["Partition"] == wide["Partition"] == "debug"  # wide: the cluster's default partition
+    assert small["NumCPUs"] == "1" and wide["NumCPUs"] == "2"
+    assert _all_cancelled()
+
+
+def test_a_partition_in_the_campaign_that_does_not_exist_is_refused_naming_its_field(cluster):
+    env, repo, base = cluster
+    make_component(repo, "campaign", "bad-target-partition", solutions=["solution:null-digits"],
+                   platforms={"cpu": {"slurm": {"partition": "gpu-h100"}}})
+    done = _cr(env, "campaign", "run", "bad-target-partition", "--executor", "slurm")
+    lines = _refused(done, "campaign/bad-target-partition/1.0.0/meta.json: /platforms/cpu/slurm/partition",
+                     "'gpu-h100'", "debug")
+    assert "/platforms/cpu/slurm/partition" in lines[1] and "--partition" in lines[1]
+    assert _ours() == [] and _journal(env, "bad-target-partition") == []
+    # the flag wins over the campaign's value
+    done = _cr(env, "campaign", "run", "bad-target-partition", "--executor", "slurm", "--partition", "debug",
+               "-E", f"command={COMMAND}", "--json")
+    assert done.returncode == 0, done.stderr
     assert _all_cancelled()
 
 

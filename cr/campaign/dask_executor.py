@@ -179,13 +179,19 @@ def connect(addr: str, sec=None, timeout: float = 10.0) -> Session:
     return Session(full_address(addr, sec), sec, timeout)
 
 
-def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
+def run_jobs(run: Run, session: Session, retries: int, noop: bool, place=placement, on_left=None, hold=None) -> None:
     """The cluster executor's loop over a connected session (the slurm executor runs it too):
-    placement, submission in a window, the scheduler's events into the Run, until every job is final."""
+    placement, submission in a window, the scheduler's events into the Run, until every job is final.
+    place: placement() or one that narrows it (the slurm executor's: a target's own worker jobs).
+    on_left(names): told when workers left (the slurm executor submits a replacement worker job);
+    hold(job): True while a job no worker fits should wait (a replacement is coming) rather
+    than be reported unplaceable."""
+    hold = hold or (lambda job: False)
+    holding, gone = False, set()  # whether a job waits on hold(), the workers that left
     known = session.workers
     pending: deque[CampaignJob] = deque()
     for job in run.todo:
-        fit, why = placement(job, known)
+        fit, why = place(job, known)
         if fit:
             pending.append(job)
         else:
@@ -196,14 +202,18 @@ def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
     archives = Archives()
     sent: set[str] = set()  # archives the scheduler has
     while pending or in_flight:
-        batch = []
+        batch, held = [], []
         while pending and len(in_flight) + len(batch) < max(MIN_WINDOW, WINDOW * slots(known)):
             job = pending.popleft()
-            fit, why = placement(job, known)
+            fit, why = place(job, known)
             if not fit:
-                run.not_run(job, "unplaceable", unplaceable_reason(job, why))
+                if hold(job):
+                    held.append(job)
+                else:
+                    run.not_run(job, "unplaceable", unplaceable_reason(job, why))
                 continue
             batch.append(_spec(job, [known[n]["name"] for n in fit], retries, noop, archives, sent, session))
+        pending.extendleft(reversed(held))
         if batch:
             session.send({"op": "submit", "jobs": batch})
             in_flight.update(b["key"] for b in batch)
@@ -219,7 +229,12 @@ def run_jobs(run: Run, session: Session, retries: int, noop: bool) -> None:
             left = {n for n in known if n not in session.workers}
             known = session.workers
             if left:
-                _worker_left(run, left, in_flight, pending, by_key, running_on, known, session)
+                gone |= left
+                if on_left is not None:
+                    on_left(left)
+                holding = _worker_left(run, gone, in_flight, pending, by_key, running_on, known, session, place, hold)
+        elif holding:  # a held job's replacement may have failed since: look again
+            holding = _worker_left(run, gone, in_flight, pending, by_key, running_on, known, session, place, hold)
 
 
 def _key(job: CampaignJob) -> str:
@@ -305,13 +320,18 @@ def _lost(run: Run, job: CampaignJob, name: str | None, retry: bool, in_flight: 
 
 
 def _worker_left(run: Run, left: set[str], in_flight: set, pending: deque, by_key: dict, running_on: dict,
-                 known: dict, session) -> None:
-    """Jobs that no remaining worker matches are unplaceable now (cancelled at the scheduler)."""
-    cancel = []
+                 known: dict, session, place=placement, hold=lambda job: False) -> bool:
+    """Jobs that no remaining worker matches are unplaceable now (cancelled at the scheduler),
+    unless hold(job) says a worker for them is coming; True when a job is held so."""
+    cancel, held = [], False
     for key in list(in_flight):
         job = by_key[key]
-        fit, why = placement(job, known)
-        if not fit and not run.is_final(job):
+        fit, why = place(job, known)
+        if fit or run.is_final(job):
+            continue
+        if hold(job):
+            held = True
+        else:
             in_flight.discard(key)
             cancel.append(key)
             running_on.pop(job.id, None)
@@ -319,7 +339,12 @@ def _worker_left(run: Run, left: set[str], in_flight: set, pending: deque, by_ke
     if cancel:
         session.send({"op": "cancel", "keys": cancel})
     for job in list(pending):
-        fit, why = placement(job, known)
-        if not fit:
+        fit, why = place(job, known)
+        if fit:
+            continue
+        if hold(job):
+            held = True
+        else:
             pending.remove(job)
             run.not_run(job, "unplaceable", unplaceable_reason(job, why) + f" (after {', '.join(sorted(left))} left)")
+    return held

@@ -92,11 +92,14 @@ def longest_job(events) -> tuple[float, str] | None:
 
 def worker_script(scheduler: str, command: str = "cr", partition: str | None = None, time: str | None = None,
                   cores: int | None = None, mem: str | None = None, gpus: int = 0, account: str | None = None,
-                  output: str = "/dev/null", worker_args: list[str] | None = None, name: str = "cr-worker") -> str:
+                  output: str = "/dev/null", worker_args: list[str] | None = None, name: str = "cr-worker",
+                  worker_name: str | None = None) -> str:
     """The batch script of one `cr worker` job: Slurm's directives, then the worker in a
     CR_HOME of its own on the node's local disk (removed when the job ends): the worker gets
     every archive over the wire, so no shared file system is needed; cr (command) must be
-    installed on the node. command is shell text (e.g. "/opt/venv/bin/cr" or "python3 -m cr")."""
+    installed on the node. command is shell text (e.g. "/opt/venv/bin/cr" or "python3 -m cr").
+    The worker is named slurm-JOBID, or worker_name (a replacement takes the name of the worker
+    it replaces)."""
     directives = [f"--job-name={name}", f"--output={output}", "--chdir=/tmp", "--nodes=1", "--ntasks=1"]
     for flag, value in (("partition", partition), ("time", time), ("cpus-per-task", cores), ("mem", mem),
                         ("account", account)):
@@ -104,8 +107,8 @@ def worker_script(scheduler: str, command: str = "cr", partition: str | None = N
             directives.append(f"--{flag}={value}")
     if gpus:
         directives.append(f"--gres=gpu:{int(gpus)}")
-    worker = " ".join([command, "worker", "--scheduler", shlex.quote(scheduler),
-                       '--name "slurm-$SLURM_JOB_ID"', '--cr-home "$home"', *map(shlex.quote, worker_args or [])])
+    named = f"--name {shlex.quote(worker_name)}" if worker_name else '--name "slurm-$SLURM_JOB_ID"'
+    worker = " ".join([command, "worker", "--scheduler", shlex.quote(scheduler), named, '--cr-home "$home"', *map(shlex.quote, worker_args or [])])
     return "\n".join(["#!/bin/sh", *(f"#SBATCH {d}" for d in directives),
                       "# a cr campaign worker (cr/campaign/slurm_executor.py); its CR_HOME goes with the job",
                       'home="${TMPDIR:-/tmp}/cr-slurm-$SLURM_JOB_ID"',
@@ -114,9 +117,18 @@ def worker_script(scheduler: str, command: str = "cr", partition: str | None = N
                       f"{worker}", ""])
 
 
-def submit(script: str) -> str:
-    """Submit a batch script (on sbatch's stdin); its Slurm job id."""
-    out = _slurm(["sbatch", "--parsable"], stdin=script, what="sbatch")
+def submit(script: str, what: str = "the worker job") -> str:
+    """Submit a batch script (on sbatch's stdin); its Slurm job id. CRError naming what when
+    sbatch refuses it (a node configuration Slurm does not have: too many cores, memory, GPUs)."""
+    try:
+        out = _slurm(["sbatch", "--parsable"], stdin=script, what="sbatch")
+    except CRError as exc:
+        if "Batch job submission failed" not in exc.message:
+            raise
+        said = exc.message.split("Batch job submission failed: ", 1)[1]
+        raise CRError(f"Slurm refused {what}: {said}",
+                      hint="ask for what a node of the partition has (sinfo -N -l, scontrol show partition): "
+                           "cores, mem, gpus, time") from None
     job = out.strip().split(";")[0]
     if not job.isdigit():
         raise CRError(f"sbatch answered {out.strip()[:100]!r}, not a job id", hint=HINT_SLURM)

@@ -4,13 +4,18 @@
     SlurmExecutor(partition="debug", time="10:00", workers=2).run(run)
 
 It starts a cr scheduler in this process (or uses the one given with --scheduler), submits
-one Slurm batch job per worker (cr.campaign.slurm.worker_script: partition, time, cores,
-memory, GPUs, account), waits for the workers to join, then runs the campaign exactly as the
-cluster executor does (cr.campaign.dask_executor's session and loop: placement refuses
-unplaceable jobs at once, archives and results cross the wire, so no shared file system is
-assumed). A worker job that Slurm ends (time limit, preemption, scancel) is a worker that
-left: its job runs again on another while --retries lasts. Every submitted Slurm job is
-cancelled (scancel) when the campaign ends, fails or is interrupted (Ctrl-C or SIGTERM).
+-E workers Slurm batch jobs per platform target that has jobs to run
+(cr.campaign.slurm.worker_script: partition, time, cores, memory, GPUs, account), each with
+its target's settings: a flag given here, else the target's `slurm` mapping in the
+campaign's `platforms`, else the default (settings()). A target's jobs run only on its own
+worker jobs (a worker of another target may sit on another partition). It waits for the
+workers to join, then runs the campaign exactly as the cluster executor does
+(cr.campaign.dask_executor's session and loop: placement refuses unplaceable jobs at once,
+archives and results cross the wire, so no shared file system is assumed). A worker job
+that Slurm ends (time limit, preemption, scancel) is a worker that left: its job runs again
+on another while --retries lasts, and when it was its target's last worker job a
+replacement is submitted (at most --retries per target: _replace). Every submitted Slurm
+job is cancelled (scancel) when the campaign ends, fails or is interrupted (Ctrl-C or SIGTERM).
 
 Before anything is submitted it refuses, with a hint: a Slurm that does not answer (sinfo
 fails), a partition sinfo does not list, and a --time shorter than the longest job this
@@ -39,8 +44,8 @@ class SlurmExecutor(Executor):
     OPTIONS = (
         Option("partition", str, None, "the Slurm partition (default: the cluster's default one)", flag="--partition"),
         Option("time", str, None, "each worker job's time limit, in Slurm's format (10:00, 1-00:00:00)", flag="--time"),
-        Option("workers", int, 1, "the number of cr worker jobs to submit"),
-        Option("cores", int, 1, "CPUs per worker job (--cpus-per-task)"),
+        Option("workers", int, 1, "the number of cr worker jobs to submit per platform target"),
+        Option("cores", int, None, "CPUs per worker job (--cpus-per-task; default 1)"),
         Option("mem", str, None, "memory per worker job (--mem, e.g. 4G)"),
         Option("gpus", int, None, "GPUs per worker job (--gres=gpu:N; default 1 when a platform target needs a GPU)"),
         Option("account", str, None, "the Slurm account to charge (--account)"),
@@ -60,7 +65,7 @@ class SlurmExecutor(Executor):
         Option("insecure_no_tls", bool, False, "a scheduler off loopback without TLS", flag=INSECURE_FLAG),
     )
 
-    def __init__(self, partition=None, time=None, workers=1, cores=1, mem=None, gpus=None, account=None, command="cr",
+    def __init__(self, partition=None, time=None, workers=1, cores=None, mem=None, gpus=None, account=None, command="cr",
                  output="/dev/null", trust=False, scheduler=None, host="127.0.0.1", port=0, retries=2, timeout=300.0,
                  connect_timeout=10.0, tls_ca_file=None, tls_cert=None, tls_key=None, insecure_no_tls=False,
                  security=None, noop=False):
@@ -84,37 +89,79 @@ class SlurmExecutor(Executor):
             check_plain(host, self.security, self.insecure, "the scheduler would listen on")
         self.retries, self.timeout, self.connect_timeout, self.noop = retries, timeout, connect_timeout, noop
         self.submitted: list[str] = []  # the Slurm job ids of this run's workers
+        self.target_of: dict[str, str] = {}  # Slurm job id -> the platform target it was submitted for
+        self.replaced: dict[str, int] = {}  # target -> replacement worker jobs submitted (at most --retries)
+        self.replacing: dict[str, dict] = {}  # target -> the replacement awaited: {"id", "name", "deadline", "poll"}
 
     def where(self) -> str:
-        return f"Slurm partition {self.partition or '(default)'}, {self.workers} worker job(s)"
+        return f"Slurm partition {self.partition or '(default)'}, {self.workers} worker job(s) per platform target"
+
+    # -- each target's settings ----------------------------------------------------------------
+
+    def settings(self, run: Run) -> dict[str, dict]:
+        """target name -> its worker jobs' {partition, time, cores, mem, gpus, account}, for
+        the targets with jobs to run: a flag given here wins, then the target's `slurm`
+        mapping in the campaign (validated by its schema), then the default (the cluster's
+        default partition and time limit, 1 core, Slurm's default memory, 1 GPU when one of
+        the target's jobs uses a GPU, else none, no account)."""
+        from .spec import platforms
+
+        declared = platforms(run.campaign)
+        flags = {"partition": self.partition, "time": self.time, "cores": self.cores, "mem": self.mem,
+                 "gpus": self.gpus, "account": self.account}
+        out: dict[str, dict] = {}
+        for job in run.todo:
+            if job.platform in out:
+                continue
+            own = (declared.get(job.platform) or {}).get("slurm") or {}
+            gpu = int(any(j.uses_gpu for j in run.todo if j.platform == job.platform))
+            defaults = {"partition": None, "time": None, "cores": 1, "mem": None, "gpus": gpu, "account": None}
+            out[job.platform] = {k: flags[k] if flags[k] is not None else own.get(k, defaults[k]) for k in flags}
+        return out
 
     # -- checks before anything is submitted --------------------------------------------------
 
-    def check(self, run: Run) -> str:
-        """The partition to use; CRError for an unreachable Slurm, an unknown partition or a
-        time limit shorter than a job this campaign measured."""
+    def check(self, run: Run) -> dict[str, dict]:
+        """settings(run), each target's partition settled (the cluster's default one when none
+        is given); CRError for an unreachable Slurm, an unknown partition or a time limit
+        shorter than a job of that target this campaign measured. A value from the campaign's
+        file is named by its file and field."""
+        from .spec import field_where
+
         known = slurm.partitions()
-        if self.partition and self.partition not in known:
-            raise CRError(f"Slurm has no partition {self.partition!r} (sinfo lists: {', '.join(sorted(known)) or 'none'})",
-                          hint="give --partition one of those (sinfo shows them)")
-        partition = self.partition or next((p for p, default in known.items() if default), None)
-        if self.limit is not None:
-            longest = slurm.longest_job(run.journal.events())
-            if longest is not None and longest[0] > self.limit:
-                raise CRError(f"--time {self.time} ({self.limit:g} s) is shorter than job {longest[1]} of campaign "
+        targets = self.settings(run)
+        events = run.journal.events()
+        for name, got in targets.items():
+            field = f"/platforms/{name}/slurm"
+            origin = lambda key: (f"--{key}" if getattr(self, key) is not None  # noqa: E731
+                                  else f"{field_where(run.campaign, field + '/' + key)}")
+            if got["partition"] and got["partition"] not in known:
+                raise CRError(f"{origin('partition')}: Slurm has no partition {got['partition']!r} "
+                              f"(sinfo lists: {', '.join(sorted(known)) or 'none'})",
+                              hint="give --partition one of those (sinfo shows them)" if self.partition is not None
+                              else f"give {field}/partition one of those, or --partition (a flag wins over the campaign)")
+            got["partition"] = got["partition"] or next((p for p, default in known.items() if default), None)
+            limit = slurm.seconds(got["time"]) if got["time"] is not None else None
+            if limit is None:
+                continue
+            mine = {j.id for j in run.jobs if j.platform == name}
+            longest = slurm.longest_job(e for e in events if e.get("job") in mine)
+            if longest is not None and longest[0] > limit:
+                said = f"--time {got['time']}" if self.time is not None else f"{origin('time')}: time {got['time']}"
+                raise CRError(f"{said} ({limit:g} s) is shorter than job {longest[1]} of campaign "
                               f"{run.campaign.name} took ({longest[0]:.0f} s, measured by an earlier run): Slurm would "
                               f"end each worker mid-job",
-                              hint=f"give --time at least {_slurm_time(longest[0] * 1.5 + 60)} (the longest job with a "
-                                   f"margin), or leave --time out for the partition's limit")
-        return partition
+                              hint=f"give {'--time' if self.time is not None else field + '/time'} at least "
+                                   f"{_slurm_time(longest[0] * 1.5 + 60)} (the longest job with a margin), or leave it "
+                                   f"out for the partition's limit")
+        return targets
 
     # -- the run -------------------------------------------------------------------------------
 
     def run(self, run: Run) -> None:
         from .dask_executor import Session, run_jobs
 
-        partition = self.check(run)
-        gpus = self.gpus if self.gpus is not None else int(any(j.uses_gpu for j in run.todo))
+        targets = self.check(run)
         started = None
         if self.scheduler is None:
             from .cluster import Scheduler
@@ -126,12 +173,12 @@ class SlurmExecutor(Executor):
         session = None
         try:
             session = Session(addr, self.security, self.connect_timeout)
-            script = slurm.worker_script(addr, self.command, partition, self.time, self.cores, self.mem, gpus,
-                                         self.account, self.output, self._worker_args())
-            for _ in range(self.workers):
-                self.submitted.append(slurm.submit(script))
+            for name in targets:
+                for _ in range(self.workers):
+                    self._submit(addr, targets, name)
             self._await_workers(session)
-            run_jobs(run, session, self.retries, self.noop)
+            self._session, self._addr, self._targets, self._run = session, addr, targets, run
+            run_jobs(run, session, self.retries, self.noop, place=self._place, on_left=self._replace, hold=self._hold)
         finally:  # ended, failed or interrupted: no worker job outlives the campaign
             slurm.cancel(self.submitted)
             if session is not None:
@@ -139,6 +186,66 @@ class SlurmExecutor(Executor):
             if started is not None:
                 started.stop()
             restore()
+
+    def _submit(self, addr: str, targets: dict, name: str, worker_name: str | None = None) -> str:
+        """Submit one worker job for target name with its settings; its Slurm job id."""
+        got = targets[name]
+        script = slurm.worker_script(addr, self.command, got["partition"], got["time"], got["cores"], got["mem"],
+                                     got["gpus"], got["account"], self.output, self._worker_args(), worker_name=worker_name)
+        job_id = slurm.submit(script, f"the worker job of platform target {name!r} ("
+                              + ", ".join(f"{k} {v}" for k, v in got.items() if v not in (None, 0)) + ")")
+        self.submitted.append(job_id)
+        self.target_of[job_id] = name
+        return job_id
+
+    # -- replacing a target's last worker job ----------------------------------------------------
+
+    def _replace(self, left: set[str]) -> None:
+        """Workers left: for a target that now has none of its worker jobs connected and jobs
+        still to run, submit one replacement worker job (at most --retries per target). It
+        takes the name of a worker that left, so the jobs the scheduler holds for that worker
+        (its retries) go to the replacement."""
+        connected = {self.target_of.get(_slurm_id(n)) for n in self._session.workers}
+        for name in sorted(left):
+            target = self.target_of.get(_slurm_id(name))
+            if target is None or target in connected or target in self.replacing:
+                continue
+            if self.replaced.get(target, 0) >= self.retries:
+                continue
+            if all(self._run.is_final(j) for j in self._run.todo if j.platform == target):
+                continue
+            self.replaced[target] = self.replaced.get(target, 0) + 1
+            job_id = self._submit(self._addr, self._targets, target, worker_name=name)
+            self.replacing[target] = {"id": job_id, "name": name, "deadline": time.monotonic() + self.timeout,
+                                      "poll": 0.0}
+
+    def _hold(self, job) -> bool:
+        """Whether job waits for its target's replacement worker job: until it joins, Slurm
+        no longer lists it (it ended without joining), or --timeout passed."""
+        r = self.replacing.get(job.platform)
+        if r is None:
+            return False
+        now = time.monotonic()
+        if r["name"] in self._session.workers or now >= r["deadline"]:
+            del self.replacing[job.platform]  # joined (and yet job fits no worker), or too late
+            return False
+        if now >= r["poll"]:
+            r["poll"] = now + POLL_S
+            if not slurm.states([r["id"]]):
+                del self.replacing[job.platform]
+                return False
+        return True
+
+    def _place(self, job, workers: dict) -> tuple[list[str], list[str]]:
+        """placement(), where this run's worker jobs of another target do not count: a
+        target's jobs run on its own worker jobs (its partition, GPUs, time limit)."""
+        from .placement import placement
+
+        fit, why = placement(job, workers)
+        other = [k for k in fit if self.target_of.get(_slurm_id(workers[k]["name"]), job.platform) != job.platform]
+        why += [f"{workers[k]['name']} is a Slurm worker job of platform target "
+                f"{self.target_of[_slurm_id(workers[k]['name'])]!r}" for k in other]
+        return [k for k in fit if k not in other], why
 
     def _worker_args(self) -> list[str]:
         args = ["--trust"] if self.trust else []
@@ -155,7 +262,7 @@ class SlurmExecutor(Executor):
         deadline = time.monotonic() + self.timeout
         next_poll = 0.0
         ours = lambda: [n for n in session.workers if n.startswith("slurm-") and n[6:] in self.submitted]  # noqa: E731
-        while len(ours()) < self.workers:
+        while len(ours()) < len(self.submitted):
             now = time.monotonic()
             if now >= deadline:
                 if ours():
@@ -173,6 +280,11 @@ class SlurmExecutor(Executor):
                                   hint="check that reefkit is installed on the nodes (-E command=PATH/TO/cr) and that they "
                                        "reach the scheduler; -E output=/tmp/cr-worker-%j.out keeps what they print")
             session.next(min(0.5, max(0.0, deadline - now)))
+
+
+def _slurm_id(worker: str) -> str | None:
+    """The Slurm job id in a worker's name (slurm-1234, as worker_script names it), else None."""
+    return worker[6:] if worker.startswith("slurm-") else None
 
 
 def _slurm_time(secs: float) -> str:

@@ -156,8 +156,13 @@ def _explain_invalid(ref: str) -> None:
                           hint="fix the campaign's meta (docs/campaigns.md lists its fields); cr check shows every problem")
 
 
-def _where(campaign: Campaign, pointer: str) -> str:
+def field_where(campaign: Campaign, pointer: str) -> str:
+    """'FILE: /pointer': how an error names a field of the campaign's file (the Slurm
+    executor names a target's slurm settings so)."""
     return f"{campaign.meta_path}: {pointer}"
+
+
+_where = field_where
 
 
 def solutions(campaign: Campaign) -> list[dict]:
