@@ -383,6 +383,37 @@ def test_a_study_whose_records_name_no_pick_points_to_cr_tune(page, site, tmp_pa
     assert not page.problems
 
 
+def test_a_studys_latency_axis_names_the_one_definition_it_plots(page, tmp_path):
+    """Trials of one batch size: the axis says per sample; trials that vary it: per query,
+    a query being one batch of the trial's size (what cr tune ranks), with the sizes named."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    rng = random.Random(5)
+    for study, batches in (("one", (1, 1)), ("mixed", (1, 8))):
+        for trial, batch in enumerate(batches):
+            rec = sample.benchmark_record("lenet-digits", "onnxruntime", "onnx", "fp32", sample.XEON,
+                                          sample.latencies(10_000 * batch, 300, rng), uid=f"{study[0]}{trial:015x}",
+                                          started=f"2026-12-02T12:0{trial}:00.000Z",
+                                          study={"name": study, "uid": f"{study[0]}123456789abcde", "trial": trial})
+            rec["config"]["batch_size"] = batch
+            rec["config"]["threads"] = trial + 1
+            write(rec, folder / f"{study}-{trial}.json")
+    old = set_reporter(CollectingReporter())
+    try:
+        build(folder, tmp_path / "dash")
+    finally:
+        set_reporter(old)
+    seen = {}
+    for study in ("one", "mixed"):
+        _open(page, (tmp_path / "dash",), f"#/study/{study}")
+        _settle(page)
+        seen[study] = page.evaluate("[window.CR_DASHBOARD.study.latencyKind, window.CR_DASHBOARD.study.xTitle]")
+    assert seen["one"][0] == "sample" and "per sample" in seen["one"][1]
+    assert seen["mixed"][0] == "query" and "per query" in seen["mixed"][1] and "1, 8" in seen["mixed"][1]
+    assert "per sample" not in seen["mixed"][1]
+    assert not page.problems
+
+
 ODD = ["", "abc", "\u202e\u0301\U0001F600" * 10, "<b>x</b>", [], {}, None, 0, -1, 1.5, 1e308, 10 ** 30, True, False,
        [1, "a", None], {"a": {"b": [None]}}, "1e309", "PASS"]
 ODD_PATHS = ["study", "study/name", "study/trial", "study/recommended", "study/feasible", "config/threads",

@@ -59,6 +59,7 @@
     return n === null ? null : n === 1 ? "sample" : "batch";
   }
   C.latencyKind = latencyKind;
+  C.querySamples = querySamples;
   // The measure restricted to one latency definition (its title and what it lacks say which).
   function ofKind(measure, kind) {
     if (!measure.latency) return measure;

@@ -84,7 +84,19 @@
     });
     var varied = T.variedKeys(trials), keys = varied.kept.concat(varied.follows.map(function (f) { return f[0]; })).sort(T.compareKeys);
     var accuracy = trials.some(function (u) { return isNum(u.fig.top1); });
-    var x = C.measures.p50, y = accuracy ? C.measures.top1 : C.measures.throughput;
+    // One latency definition on the x axis, named: per sample, or per batch of N, when every
+    // trial's benchmark timed queries of the same size; when trials vary their batch size, the
+    // axis is what cr tune ranked, the p50 of one query, a query being one batch of that
+    // trial's size. Trials whose size the site cannot tell leave the title as it is.
+    var sizes = {};
+    trials.forEach(function (u) { var n = u.fig.bench ? C.querySamples(u.fig.bench) : null; if (n !== null) sizes[n] = true; });
+    var sizeList = Object.keys(sizes).map(Number), x = Object.assign({}, C.measures.p50);
+    x.latencyKind = sizeList.length === 0 ? null : sizeList.length > 1 ? "query" : sizeList[0] === 1 ? "sample" : "batch";
+    if (x.latencyKind === "sample") x.title = C.latencyOfKind(C.measures.p50, "sample").title;
+    else if (x.latencyKind === "batch") x.title = "p50 latency per batch of " + sizeList[0] + " samples (ms; lower is better)";
+    else if (x.latencyKind === "query") x.title = "p50 latency per query (ms; a query is one batch of the trial's batch size, " +
+      sizeList.sort(function (a, b) { return a - b; }).join(", ") + " here: the figure cr tune ranks; lower is better)";
+    var y = accuracy ? C.measures.top1 : C.measures.throughput;
     // the Pareto rule over the trials that measured both figures
     var points = trials.map(function (u) {
       return { unit: u, x: x.get(u.fig), y: y.get(u.fig), fx: x.fig(u.fig), fy: y.fig(u.fig), feasible: u.feasible };
@@ -139,7 +151,7 @@
     body.appendChild(box);
     body.appendChild(h("p", { class: "note" }, "The line joins the trials on the front by cr.results.pareto's rule: " + C.pareto.RULE +
       ". Ringed: tied with a front trial; faint: dominated; infeasible trials (excluded by a constraint) are grey."));
-    C.hook.study = { name: name, trials: trials.map(function (u) {
+    C.hook.study = { name: name, xTitle: x.title, latencyKind: x.latencyKind, trials: trials.map(function (u) {
       return { trial: String(u.trial), status: T.unitStatus(u), pareto: u.point.status, setting: T.settingText(u, keys),
                tied_with: (u.point.tiedWith || []).map(function (q) { return String(q.unit.trial); }), recommended: marked(u, "recommended") };
     }), front: front.map(function (p) { return String(p.unit.trial); }), recommended: picked.map(function (u) { return String(u.trial); }) };
