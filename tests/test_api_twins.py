@@ -252,7 +252,7 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 def test_repo_add_and_pull_twins_equal_their_json(run_cr, tmp_path):
-    from conftest import make_component, make_repo
+    from conftest import make_repo
     from helpers.recipes import recipe_repo
 
     plain = make_repo(tmp_path / "plain", "plain")
@@ -265,7 +265,6 @@ def test_repo_add_and_pull_twins_equal_their_json(run_cr, tmp_path):
     remote = recipe_repo(tmp_path / "r", {"name": "scripted", "install": [{"method": "script", "versions": ["0.3.0"],
                                                                         "script": 'mkdir -p "$PREFIX"'}]})
     run_cr("repo", "rm", "testrecipes")
-    make_component(remote, "software", "unused")  # noqa: data beside it; the pull lists only what runs
     _git(remote, "init", "-q")
     _git(remote, "add", "-A")
     _git(remote, "-c", "user.email=a@b.invalid", "-c", "user.name=a", "commit", "-qm", "recipes")
@@ -337,6 +336,18 @@ def test_campaign_run_twin_equals_its_json_and_its_dry_run(run_cr, tmp_path):
                             on_start=lambda run, executor: events.append(len(run.todo)))
     assert events[0] == 2 and events.count("done") == 2 and [r["state"] for r in rerun] == ["done", "done"]
     assert {u for r in rerun for u in r["results"]}.isdisjoint({u for r in printed for u in r["results"]})
+    # a job that fails: a row saying so (nothing raised), where the command exits 1 with the same rows
+    from helpers.campaign import null_solution
+    from cr.campaign.calls import failure
+
+    null_solution(repo, "null-bad", scenario="server", target_qps=-1)
+    make_component(repo, "campaign", "bad", solutions=["solution:null-bad"])
+    rows = cr.campaign_run("bad")
+    assert [r["state"] for r in rows] == ["failed"] and rows[0]["error"]
+    done = run_cr("campaign", "run", "bad", "--rerun", "--json")
+    assert done.returncode == 1 and [r["state"] for r in json.loads(done.stdout)] == ["failed"]
+    said = failure(rows, "campaign:bad@1.0.0", "bad")  # the command's Error/Hint, made from the twin's rows
+    assert f"Error: {said.message}\nHint: {said.hint}\n" in done.stderr and failure(cr.campaign_run("tiny"), "", "") is None
     with pytest.raises(CRError) as info:
         cr.campaign_run("no-such-campaign", dry_run=True)
     done = run_cr("campaign", "run", "no-such-campaign", "--dry-run")
