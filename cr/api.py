@@ -38,7 +38,7 @@ _EXPORTS = {
     "repo_list": "cr.store.catalog:repo_list",
     "repo_add": "cr.store.catalog:repo_add",
     "repo_init": "cr.store.catalog:repo_init",
-    "repo_pull": "cr.store.catalog:repo_pull",
+    "repo_pull": "cr.resolve.trusting:repo_pull",  # the store's pull + what it would run, trust
     "repo_update": "cr.store.catalog:repo_update",
     "repo_rm": "cr.store.catalog:repo_rm",
     "repo_trust": "cr.resolve.trusting:repo_trust",
@@ -57,6 +57,7 @@ _EXPORTS = {
     "env_rm": "cr.software.envcalls:env_rm",
     "install_missing": "cr.resolve.plan:install_missing",
     "install": "cr.software.install:install",
+    "install_software": "cr.resolve.installing:install_software",  # install + its missing dependencies
     "detect": "cr.software.detect:detect",
     "detect_platform": "cr.platform:current",
     # actions (cr.run)
@@ -72,6 +73,7 @@ _EXPORTS = {
     "tune_model": "cr.tune:tune",  # cr.tune is the subpackage
     # solutions, archives, reproduction
     "create_solution": "cr.run.solution:create",
+    "new_solution": "cr.run.solution:new_solution",  # create_solution as --json prints it
     "init_solution": "cr.run.solution:init",
     "run_solution": "cr.run.solution:run_declared",
     "reproduce": "cr.run.reproduce:reproduce",
@@ -87,6 +89,7 @@ _EXPORTS = {
     "campaign_status": "cr.campaign.runner:campaign_status",
     "campaign_show": "cr.campaign.calls:campaign_show",
     "campaign_report": "cr.campaign.calls:campaign_report",
+    "campaign_run": "cr.campaign.calls:campaign_run",  # run_campaign's rows as --json prints them; dry_run
     # results and the dashboard
     "result_store": "cr.results.store:default_store",
     "results_list": "cr.results.queries:results_list",
@@ -110,17 +113,17 @@ CLI_TWINS = {
     "find": "find", "show": "show", "new": "new", "check": "check", "hash": "rehash",
     "repo list": "repo_list", "repo add": "repo_add", "repo init": "repo_init", "repo pull": "repo_pull",
     "repo update": "repo_update", "repo rm": "repo_rm", "repo trust": "repo_trust", "repo untrust": "repo_untrust",
-    "platform": "detect_platform", "detect": "detect", "install": ("install", "install_missing"),
+    "platform": "detect_platform", "detect": "detect", "install": ("install_software", "install_missing"),
     "resolve": "lock", "env exec": "env_exec", "env list": "env_list", "env show": "env_show", "env rm": "env_rm",
     "benchmark": ("benchmark", "run_solution"), "validate": ("validate", "parity", "run_solution"),
     "run": ("predict", "stream", "run_solution"),  # cr run MODEL --stream SRC -> stream
     "do": "run_action", "profile": "profile", "compile": "compile_model",
-    "init": ("init_solution", "create_solution"), "reproduce": "reproduce", "pack": "pack_solution", "unpack": "unpack_archive",
+    "init": ("init_solution", "new_solution"), "reproduce": "reproduce", "pack": "pack_solution", "unpack": "unpack_archive",
     "results list": "results_list", "results show": "results_show", "results compare": "compare",
     "results pareto": "results_pareto", "results export": "results_export", "results rm": "results_rm",
     "results add": "results_add", "results reindex": "results_reindex", "gate": ("gate", "gate_published"), "tune": "tune_model",
     "campaign new": "new",  # cr.new("campaign", NAME, fields={"solutions": [...]})
-    "campaign show": "campaign_show", "campaign run": "run_campaign", "campaign status": "campaign_report",
+    "campaign show": "campaign_show", "campaign run": "campaign_run", "campaign status": "campaign_report",
     "export solution": "export_solution", "export campaign": "export_campaign",
     "dashboard build": "build_dashboard", "publish": ("publish_git", "publish_upload"),
 }

@@ -245,6 +245,115 @@ def test_campaign_show_and_status_twins_equal_their_json(run_cr):
     assert done.returncode == 1 and f"Error: {info.value.message}" in done.stderr
 
 
+def _git(cwd: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_repo_add_and_pull_twins_equal_their_json(run_cr, tmp_path):
+    from conftest import make_repo
+    from helpers.recipes import recipe_repo
+
+    plain = make_repo(tmp_path / "plain", "plain")
+    printed = _json(run_cr("repo", "add", plain, "--json"))
+    run_cr("repo", "rm", "plain")
+    added = cr.repo_add(plain)
+    assert added.name == "plain"  # still the Repo callers use
+    assert _data(added) == printed and printed["name"] == "plain" and printed["origin"] == "dir"
+    # a git repository holding something that runs code: a recipe with an install script
+    remote = recipe_repo(tmp_path / "r", {"name": "scripted", "install": [{"method": "script", "versions": ["0.3.0"],
+                                                                        "script": 'mkdir -p "$PREFIX"'}]})
+    run_cr("repo", "rm", "testrecipes")
+    _git(remote, "init", "-q")
+    _git(remote, "add", "-A")
+    _git(remote, "-c", "user.email=a@b.invalid", "-c", "user.name=a", "commit", "-qm", "recipes")
+    for trust in (False, True):
+        printed = _json(run_cr("repo", "pull", remote.as_uri(), *(["--trust"] if trust else []), "--json"))
+        assert run_cr("repo", "rm", printed["name"]).returncode == 0
+        pulled = cr.repo_pull(remote.as_uri(), trust=trust)
+        assert _data(pulled) == printed
+        assert printed["trusted"] is trust and [i["what"] for i in printed["would_run"]] != []
+        assert pulled.name == printed["name"] and pulled.would_run  # the Repo, plus what it would run
+        assert {r["name"]: r["trusted"] for r in cr.repo_list()}[pulled.name] is trust
+        cr.repo_rm(pulled.name)
+
+
+def test_install_software_twin_equals_its_json_with_the_dependencies(run_cr, tmp_path):
+    from helpers.recipes import recipe_repo
+
+    script = 'mkdir -p "$PREFIX/bin"\nprintf "#!/bin/sh\\necho $VERSION\\n" > "$PREFIX/bin/{0}"\nchmod +x "$PREFIX/bin/{0}"'
+    recipe_repo(tmp_path, *({"name": name, "install": [{"method": "script", "versions": ["0.3.0"], "script": script.format(name)}],
+                             "detect": [{"type": "executable", "names": [name], "args": ["--version"], "regex": r"(\S+)"}],
+                             "deps": deps}
+                            for name, deps in (("helper-tool", []), ("main-tool", ["software:helper-tool@>=0.1"]))))
+    printed = _json(run_cr("install", "software", "main-tool", "--json"))
+    assert printed["name"] == "main-tool" and [d["name"] for d in printed["dependencies_installed"]] == ["helper-tool"]
+    for env in (printed, *printed["dependencies_installed"]):
+        cr.env_rm(env["name"], env["version"])
+    got = cr.install_software("main-tool")  # installed again from nothing, as the CLI did
+    assert list(got) == list(printed)  # the same keys, in the same order
+    same = lambda d: {k: v for k, v in d.items() if k not in ("created", "id", "dependencies_installed")}  # noqa: E731
+    assert same(got) == same(printed) and Path(got["prefix"], "bin", "main-tool").is_file()
+    assert [same(d) for d in got["dependencies_installed"]] == [same(d) for d in printed["dependencies_installed"]]
+    # installed already: nothing more to install, the same answer from both
+    again = cr.install_software("main-tool")
+    assert again["dependencies_installed"] == [] and _json(run_cr("install", "software", "main-tool", "--json")) == again
+
+
+def test_new_solution_twin_equals_init_solution_model_json(run_cr):
+    printed = _json(run_cr("init", "solution", "mine-a", "--model", "model:lenet-digits", "--backend", "onnxruntime", "--json"))
+    made = cr.new_solution("mine-b", "model:lenet-digits", "onnxruntime")
+    assert sorted(made) == sorted(printed) == ["created", "meta", "path"]
+    assert made["created"] == "solution:mine-b@1.0.0" and printed["created"] == "solution:mine-a@1.0.0"
+    assert Path(made["path"]).is_file() and Path(made["path"]).parent.parent.parent == Path(printed["path"]).parent.parent.parent
+    unnamed = lambda m: {k: v for k, v in m.items() if k not in ("uid", "name", "description")}  # noqa: E731
+    assert unnamed(made["meta"]) == unnamed(printed["meta"])
+    assert _data(cr.show("solution:mine-b"))["meta"] == made["meta"]
+
+
+def test_campaign_run_twin_equals_its_json_and_its_dry_run(run_cr, tmp_path):
+    from conftest import make_component
+    from helpers.campaign import null_repo
+
+    repo = null_repo(tmp_path, run_cr)
+    make_component(repo, "campaign", "tiny", solutions=["solution:null-digits"], matrix={"threads": [1, 2]})
+    plan = cr.campaign_run("tiny", dry_run=True)
+    assert plan == _json(run_cr("campaign", "run", "tiny", "--dry-run", "--json"))
+    assert [r["state"] for r in plan] == ["to run", "to run"]
+    printed = _json(run_cr("campaign", "run", "tiny", "--json", timeout=300))
+    assert [r["state"] for r in printed] == ["done", "done"] and all(r["results"] for r in printed)
+    plan = cr.campaign_run("tiny", dry_run=True)
+    assert plan == _json(run_cr("campaign", "run", "tiny", "--dry-run", "--json"))
+    assert [r["state"] for r in plan] == ["done (earlier)", "done (earlier)"]
+    rows = cr.campaign_run("tiny")  # nothing left to run: the rows of the run before, as the CLI gives them now
+    assert rows == _json(run_cr("campaign", "run", "tiny", "--json"))
+    assert [{**r, "earlier": False} for r in rows] == printed and all(r["earlier"] for r in rows)
+    status = {r["job"]: (r["state"], r["results"]) for r in cr.campaign_report("tiny")}  # what cr campaign status says
+    assert {r["job"]: (r["state"], r["results"]) for r in rows} == status
+    events = []
+    rerun = cr.campaign_run("tiny", rerun=True, listener=lambda kind, job, info: events.append(kind),
+                            on_start=lambda run, executor: events.append(len(run.todo)))
+    assert events[0] == 2 and events.count("done") == 2 and [r["state"] for r in rerun] == ["done", "done"]
+    assert {u for r in rerun for u in r["results"]}.isdisjoint({u for r in printed for u in r["results"]})
+    # a job that fails: a row saying so (nothing raised), where the command exits 1 with the same rows
+    from helpers.campaign import null_solution
+    from cr.campaign.calls import failure
+
+    null_solution(repo, "null-bad", scenario="server", target_qps=-1)
+    make_component(repo, "campaign", "bad", solutions=["solution:null-bad"])
+    rows = cr.campaign_run("bad")
+    assert [r["state"] for r in rows] == ["failed"] and rows[0]["error"]
+    done = run_cr("campaign", "run", "bad", "--rerun", "--json")
+    assert done.returncode == 1 and [r["state"] for r in json.loads(done.stdout)] == ["failed"]
+    said = failure(rows, "campaign:bad@1.0.0", "bad")  # the command's Error/Hint, made from the twin's rows
+    assert f"Error: {said.message}\nHint: {said.hint}\n" in done.stderr and failure(cr.campaign_run("tiny"), "", "") is None
+    with pytest.raises(CRError) as info:
+        cr.campaign_run("no-such-campaign", dry_run=True)
+    done = run_cr("campaign", "run", "no-such-campaign", "--dry-run")
+    assert done.returncode == 1 and f"Error: {info.value.message}" in done.stderr
+
+
 @pytest.fixture
 def frames(tmp_path) -> Path:
     """Two real photographs (scikit-image's astronaut and cat) as a folder of frames."""

@@ -291,10 +291,8 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
 
     The executor's options come from -E NAME=VALUE, and for the dask executor from its
     flags (--scheduler, --retries, ...): docs/campaigns.md."""
-    from ..campaign import executors, spec
-    from ..campaign.coordinator import Run
-    from ..campaign.runner import drive, executor_name
-    from ..errors import CRError
+    from ..campaign.calls import campaign_run, failure
+    from ..campaign.runner import executor_name
 
     options = _pairs(executor_options)
     flags = dict(zip(_FLAGS, (scheduler, retries, wait_for_workers, timeout, connect_timeout, tls_ca_file, tls_cert, tls_key,
@@ -302,47 +300,44 @@ def run(ctx, name, executor, executor_options, scheduler, dry_run, rerun, retrie
     options.update({k: v for k, v in flags.items() if v is not None})
     if install:
         options["install"] = True
-    chosen = executors.make(executor_name(executor, options), options)  # its options checked before anything runs
-    c = spec.load(name)
-    jobs = spec.expand(c)
     holder: dict = {"run": None}
     quiet = (ctx.find_root().params or {}).get("quiet") or as_json
     progress = _Progress(holder, quiet)
-    the_run = Run(c, jobs, rerun=rerun, listener=progress)
-    holder["run"] = the_run
+
+    def started(the_run, chosen) -> None:
+        holder["run"] = the_run
+        if not quiet:
+            where = chosen.where() if callable(getattr(chosen, "where", None)) else f"the {executor_name(executor, options)} executor"
+            click.echo(f"{the_run.campaign.ref}: {len(the_run.todo)} job(s) to run, {the_run.progress.already} already done"
+                       f" (on {where})", err=True)
+
+    try:
+        rows = campaign_run(name, executor=executor, options=options, rerun=rerun, dry_run=dry_run, listener=progress,
+                            on_start=started)
+    except KeyboardInterrupt:
+        progress.end()
+        the_run = holder["run"]
+        click.echo(f"Interrupted: {the_run.progress.line() if the_run else 'nothing ran'}; cr campaign run {name} resumes.",
+                   err=True)
+        raise SystemExit(130)
     if dry_run:
-        the_run.close()
-        rows = [{**j.to_dict(), "setting": j.setting, "state": "done (earlier)" if j not in the_run.todo else "to run"} for j in jobs]
         if as_json:
             output.emit_json(rows)
         else:
             output.table(["JOB", "SOLUTION", "PLATFORM", "SETTING", "REP", "STATE"],
                          [[r["id"], r["solution"], r["platform"], r["setting"], r["repetition"], r["state"]] for r in rows])
-            click.echo(f"{len(the_run.todo)} of {len(jobs)} job(s) would run", err=True)
+            click.echo(f"{sum(r['state'] == 'to run' for r in rows)} of {len(rows)} job(s) would run", err=True)
         return
-    if not quiet:
-        where = chosen.where() if callable(getattr(chosen, "where", None)) else f"the {executor_name(executor, options)} executor"
-        click.echo(f"{c.ref}: {len(the_run.todo)} job(s) to run, {the_run.progress.already} already done (on {where})", err=True)
-    try:
-        drive(chosen, the_run)
-    except KeyboardInterrupt:
-        progress.end()
-        click.echo(f"Interrupted: {the_run.progress.line()}; cr campaign run {name} resumes.", err=True)
-        raise SystemExit(130)
     progress.end()
-    from ..campaign.jobs import joined
-
-    rows = joined(the_run.summary(), jobs)
+    the_run = holder["run"]
+    ref = the_run.campaign.ref
     if as_json:
         output.emit_json(rows)
     else:
-        _summary(rows, f"{c.ref}: {the_run.progress.line()}")
-    if the_run.failed_any():
-        bad = [r for r in rows if r["state"] in ("failed", "unplaceable")]
-        first = bad[0]
-        raise CRError(f"{len(bad)} job(s) of {c.ref} did not succeed; first: {first['solution']} on {first['platform']} "
-                      f"[{first['setting']}]: {first['state']}: {first.get('error') or first.get('reason')}",
-                      hint=f"cr campaign status {name} shows every job; fix and run again (finished jobs are skipped)")
+        _summary(rows, f"{ref}: {the_run.progress.line()}")
+    failed = failure(rows, ref, name)
+    if failed is not None:
+        raise failed
 
 
 @campaign.command()

@@ -35,10 +35,9 @@ def list_(as_json):
 def add(path, as_json):
     """Register a directory that holds cr-repo.json."""
     from ..api import repo_add
-    from ..store.repository import repo_descriptor
 
     r = repo_add(path)
-    output.emit_json(repo_descriptor(r)) if as_json else click.echo(f"registered {r.name}: {r.path}")
+    output.emit_json(r.to_dict()) if as_json else click.echo(f"registered {r.name}: {r.path}")
 
 
 @repo.command()
@@ -66,19 +65,13 @@ def pull(url, ref, trust, as_json):
     only once you trust it (--trust here, or cr repo trust NAME after a review).
     """
     from ..api import repo_pull
-    from ..resolve.plan import repo_review
-    from ..store import trust as trust_mod
-    from ..store.repository import repo_descriptor
 
-    r = repo_pull(url, ref=ref)
-    items = repo_review(r.name)
-    if trust:
-        trust_mod.trust_repos([r.name])
+    r = repo_pull(url, ref=ref, trust=trust)
     if as_json:
-        output.emit_json({**repo_descriptor(r), "trusted": trust, "would_run": [i.to_dict() for i in items]})
+        output.emit_json(r.to_dict())
         return
     click.echo(f"registered {r.name}: {r.path}" + ("" if trust else " (untrusted)"))
-    _show_items(r.name, items, trusted=trust)
+    _show_items(r.name, list(r.would_run), trusted=trust)
 
 
 def _show_items(name: str, items: list, trusted: bool) -> None:

@@ -71,42 +71,17 @@ def install(target, lock_file, offline, python, trust, as_json):
         if not result["installed"]:
             click.echo(f"everything {result['lock']['root']} needs is already here", err=True)
         return
-    env = with_consent(lambda trusted: _install_software(ref, offline, python, trusted), trust, as_json)
-    # what it needs beside itself (numpy for onnxruntime: left out of its prefix because a lock
-    # provides it), so that `cr env exec software:NAME` works right after
-    deps = with_consent(lambda trusted: _install_deps(env, offline, python, trusted), trust, as_json)
+    from ..api import install_software
+
+    done = with_consent(lambda trusted: install_software(ref.name, ref.spec, offline=offline, python=python,
+                                                         trust=trusted), trust, as_json)
     if as_json:
-        output.emit_json({**env.to_dict(), "dependencies_installed": deps})
-    else:
-        click.echo(f"{env.name} {env.version} ({env.origin}, {env.source}): {env.prefix or env.location}")
-        for dep in deps:
-            click.echo(f"{dep['name']} {dep['version']} ({dep['origin']}, {dep['source']}): {dep['prefix'] or dep['location']}"
-                       f" (needed by {env.name})")
-
-
-def _install_deps(env, offline: bool, python, trust: bool) -> list[dict]:
-    """Install the software that `env`'s lock lists as missing (its dependencies); their env dicts."""
-    from ..resolve.plan import install_missing
-
-    result = install_missing(f"software:{env.name}", python=python, offline=offline, trust=trust)
-    return [d for d in result["installed"] if d["name"] != env.name]
-
-
-def _install_software(ref, offline: bool, python, trust: bool):
-    """cr install software NAME: with trust, an untrusted recipe's repository is trusted first."""
-    from ..software.install import install as run_install
-
-    if trust:
-        from ..events import reporter
-        from ..software.recipe import load_recipe
-        from ..store import trust as trust_mod
-
-        recipe = load_recipe(ref.name)
-        if not recipe.trusted:
-            for item in trust_mod.recipe_items(recipe):
-                reporter().info(f"  {item.line()}")
-            trust_mod.trust_repos([recipe.repo])
-    return run_install(ref.name, ref.spec, offline=offline, interpreter=python)
+        output.emit_json(done)
+        return
+    click.echo(f"{done['name']} {done['version']} ({done['origin']}, {done['source']}): {done['prefix'] or done['location']}")
+    for dep in done["dependencies_installed"]:
+        click.echo(f"{dep['name']} {dep['version']} ({dep['origin']}, {dep['source']}): {dep['prefix'] or dep['location']}"
+                   f" (needed by {done['name']})")
 
 
 @click.group("env")

@@ -77,16 +77,18 @@ def init(kind, source, model, dataset, backend, variant, options, scenarios, ver
     if model or backend:
         if not (model and backend):
             raise click.UsageError("a new solution needs both --model and --backend")
-        created = solution.create(source, model, backend, dataset=dataset, variant=variant,
-                                  backend_options=backend_options(options), version=version, repo=repo, scenario=scenarios)
+        created = solution.new_solution(source, model, backend, dataset=dataset, variant=variant,
+                                        backend_options=backend_options(options), version=version, repo=repo,
+                                        scenario=scenarios)
         if as_json:
-            output.emit_json({"created": created["ref"], "path": created["meta_path"], "meta": created["meta"]})
+            output.emit_json(created)
         else:
-            click.echo(f"created {created['ref']} at {created['meta_path']}")
+            click.echo(f"created {created['created']} at {created['path']}")
             declared = ", ".join(a["action"] + (f" {a['params']['scenario']}" if a["params"].get("scenario") else "")
                                  for a in created["meta"]["actions"])
             click.echo(f"declared: {declared}")
-            click.echo(f"next: cr init solution {created['name']} && cr benchmark solution {created['name']}")
+            name = created["meta"]["name"]
+            click.echo(f"next: cr init solution {name} && cr benchmark solution {name}")
         return
     report = with_consent(lambda trusted: solution.init(source, offline=offline, trust=trusted), trust, as_json)
     from .fastinit import show

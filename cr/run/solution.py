@@ -105,6 +105,14 @@ def create(name: str, model: str, backend: str, dataset: str | None = None, vari
     return catalog.show(f"solution:{name}@{version}", verify=False)
 
 
+def new_solution(name: str, model: str, backend: str, **options) -> dict:
+    """create(name, model, backend, **options) as `cr init solution NAME --model M --backend B
+    --json` prints it: {"created": its ref, "path": its meta.json, "meta"} (create() returns the
+    catalog's fuller view, whose keys callers already rely on)."""
+    created = create(name, model, backend, **options)
+    return {"created": created["ref"], "path": created["meta_path"], "meta": created["meta"]}
+
+
 # --------------------------------------------------------------------------------- init
 
 def locate(source: str) -> tuple[str, dict | None]:

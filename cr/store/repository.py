@@ -46,6 +46,10 @@ class Repo:
     description: str = ""
     trusted: bool | None = None
 
+    def to_dict(self) -> dict:
+        """What `cr repo add --json` prints: repo_descriptor(self)."""
+        return repo_descriptor(self)
+
     @property
     def is_trusted(self) -> bool:
         if self.trusted is not None:
