@@ -10,7 +10,6 @@ import io
 import json
 import os
 import re
-import select
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import pytest
 from conftest import _env, make_component, make_repo
 from helpers.campaign import null_solution
 from helpers.cluster import start_cr, stop_all, wait_line
+from helpers.terminal import open_terminal, read_terminal
 
 SOLUTION = "lenet-digits-onnxruntime"
 SHORT = ("--min-duration", "1", "--min-queries", "200", "--max-duration", "3")
@@ -30,33 +30,16 @@ PHASES = ("resolve", "load", "warm-up", "steady", "statistics")
 def _under_pty(args: list[str], timeout: float = 240) -> tuple[bytes, bytes, int]:
     """(stdout, what the terminal got on stderr, exit status) of `python -m cr ARGS`, its
     stderr a real pty (a terminal of 100 columns), its stdout a pipe."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    master, slave = open_terminal(100, rows=24)
     proc = subprocess.Popen([sys.executable, "-m", "cr", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=slave, env=_env())
     os.close(slave)
     out: list[bytes] = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))
     reader.start()
-    seen, deadline = b"", time.monotonic() + timeout
+    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # the child closed its side
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif proc.poll() is not None:
-                break
+        seen = read_terminal(master, proc, timeout)
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if proc.poll() is None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import _env
+from helpers.terminal import read_terminal
 from helpers.trust import MARK, author_archive, recipe
 
 from cr.textsafe import shown
@@ -68,22 +67,16 @@ def test_the_consent_prompt_on_a_terminal_shows_the_script_escaped(tmp_path, run
     proc = subprocess.Popen([sys.executable, "-m", "cr", "init", "solution", str(archive)], stdin=slave, stdout=slave,
                             stderr=slave, env=_env({"CR_HOME": str(cr_home)}), close_fds=True)
     os.close(slave)
-    seen, answered, deadline = b"", False, time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"and go on?" in seen:
-            os.write(master, b"n\n")
-            answered = True
-        if proc.poll() is not None and not ready:
-            break
+    asked = []
+
+    def answer(seen: bytes):
+        if not asked and b"and go on?" in seen:
+            asked.append(True)
+            return b"n\n"
+        return None
+
+    seen = read_terminal(master, proc, 120, answer)
+    answered = bool(asked)
     proc.wait(timeout=30)
     os.close(master)
     text = seen.decode("utf-8", "replace").replace("\r\n", "\n")

@@ -7,21 +7,17 @@ CR_HOME and reused by every test; terminals are real pseudo-terminals of a set s
 """
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import os
-import pty
 import re
-import select
-import struct
 import subprocess
 import sys
-import termios
 
 import pytest
 
 from conftest import _env
+from helpers.terminal import open_terminal, read_terminal
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="drives pseudo-terminals")
 
@@ -37,25 +33,12 @@ def _cr(home, *args, timeout=300):
 
 def _on_terminal(home, columns: int, *args) -> str:
     """stdout of `cr ARGS` on a pseudo-terminal `columns` wide, escapes removed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    master, slave = open_terminal(columns, rows=50)
     env = _env({"CR_HOME": str(home), "COLUMNS": str(columns)})
     proc = subprocess.Popen([sys.executable, "-m", "cr", *args], stdin=slave, stdout=slave, stderr=subprocess.PIPE,
                             env=env, close_fds=True)
     os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
+    out = read_terminal(master, proc, timeout=120)
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     os.close(master)
     return ANSI.sub("", out.decode("utf-8")).replace("\r\n", "\n")
