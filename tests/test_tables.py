@@ -222,7 +222,7 @@ def test_refs_are_cut_in_the_middle_after_the_known_abbreviations():
 @pytest.mark.parametrize("width", WIDTHS)
 def test_campaign_summary_keeps_the_configuration_figures_and_verdicts(width, monkeypatch):
     """cr campaign run/status's job table: what tells jobs apart and what they measured stay."""
-    from cr.cli import campaign, output
+    from cr.cli import campaign
 
     rows = [{"job": f"{i:02d}1a2b3c4d5e6f", "solution": "solution:lenet-digits-onnxruntime@1.0.0",
              "platform": "AMD EPYC (linux/x86_64, 2 cores)", "varied": {"threads": threads}, "repetition": 1,
