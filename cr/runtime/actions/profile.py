@@ -26,9 +26,9 @@ import time
 
 from ...errors import CRError
 from ...fsutil import atomic_write_bytes
+from .. import progress
 from ..backends.base import check_inputs
 from ..inputs import SyntheticInputs, batch_size_for
-from .. import progress
 from ..profiling import aggregate, align, chrome, profiler_class
 from ..profiling.sysmon import SystemSampler
 from ..registry import BackendEntry, load_class
