@@ -329,7 +329,11 @@ def test_trt_plan_needs_an_nvidia_gpu(compile_cr, tmp_path):
     out = tmp_path / "r.json"
     done = compile_cr("model", "plain", "--to", "trt-plan", "-o", out)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines() == [
+    # the run got as far as its one step (its progress lines), then failed with one Error and its Hint
+    phases = [line for line in done.stderr.splitlines() if line.startswith("compile model:plain: ")]
+    assert [line.split(": ", 1)[1].split(" in ")[0] for line in phases] == [
+        "resolve", "load", "step 1/1 onnx -> trt-plan (onnx-to-trt-plan, tensorrt)", "failed"], done.stderr
+    assert [line for line in done.stderr.splitlines() if line not in phases] == [
         f"result: {out}",
         "Error: compiling to trt-plan needs an NVIDIA GPU and tensorrt; this machine has no NVIDIA GPU",
         "Hint: run cr compile --to trt-plan on the machine (GPU, TensorRT version) that will run the plan",

@@ -250,12 +250,12 @@ class CompileHost(ActionHost):
         hop_envs = run.state.get("hop_envs")
         timeout = run.params.get("timeout_s")
         if not hop_envs:
-            return launch.run_job(job, python=python, env=env, timeout=timeout)
+            return launch.run_job(job, python=python, env=env, timeout=timeout, on_phase=run.on_phase)
         base, results, current, clock = dict(job.params or {}), [], None, time.monotonic()
         for index, hop_env in enumerate(hop_envs):
             job.params = {**base, "hop": {"index": index, "count": len(hop_envs), "input": current}}
             left = None if timeout is None else max(1.0, float(timeout) - (time.monotonic() - clock))
-            result, _ = launch.run_job(job, python=hop_env["python"], env=hop_env["env"], timeout=left)
+            result, _ = launch.run_job(job, python=hop_env["python"], env=hop_env["env"], timeout=left, on_phase=run.on_phase)
             for entry in result.get("path") or []:
                 entry["environment"] = hop_env["environment"]
             results.append(result)

@@ -4,6 +4,10 @@
     progress.mark("warm-up", max_s=5.0)
     progress.mark("steady", expect_s=10.2, max_s=25.0)   # written *before* the timed loop starts
 
+Every child cr starts through cr.run.launch.run_job marks its phases this way: a benchmark
+or validation, a profile (warm-up, plain queries, the profiled run, layer table, trace) and
+each hop of a compile ("step 2/3 onnx -> tflite (onnx2tf-tflite, onnx2tf)", parity check).
+
 The parent (cr.run.launch) passes the write end of a pipe and names it in CR_PROGRESS_FD;
 without it (the harness in a test or a script) a mark does nothing. A mark is written only
 between phases, never inside the timed window: nothing the child does while it measures

@@ -45,6 +45,7 @@ import sys
 import time
 
 from ...errors import CRError
+from .. import progress
 from . import convgraph
 
 TORCH = ("torchscript", "torch-exported", "torch-state-dict")
@@ -250,6 +251,7 @@ def main(job: dict) -> dict:
     for index in indices:
         step, hop = the_plan["steps"][index], hops[index]
         clock, before = time.monotonic(), work.fmt
+        progress.mark(step_phase(index, len(hops), step, before, hop))  # i/n of the whole path, also in a hop's own child
         try:
             current = getattr(work, "step_" + step)(current)
         except CRError:
@@ -273,9 +275,11 @@ def main(job: dict) -> dict:
         if leftover != job["out_file"]:
             _remove(os.path.join(job["out_dir"], leftover))
     if len(hops) > 1:  # a chain: its output against the source itself, not only each hop against its input
+        progress.mark("parity check")
         work.end_to_end(located["path"], final, reference)
     io = work.io(final)
     if params.get("counterpart"):
+        progress.mark("counterpart check")
         work.compare_counterpart(final, params["counterpart"])
     if os.path.isdir(final):  # a SavedModel: the component's file is the saved_model.pb inside it
         file_in = os.path.join(job["out_file"], "saved_model.pb")
@@ -295,6 +299,16 @@ def main(job: dict) -> dict:
         "tools": work.tools,
         **({"quantization": quantization} if quantization is not None else {}),
     }
+
+
+def step_phase(index: int, count: int, step: str, reads: str | None, hop: dict) -> str:
+    """The progress phase of one step of the path: "step 2/3 onnx -> tflite (onnx2tf-tflite, onnx2tf)"
+    (the hop and its tool; the step's check against its input is part of it)."""
+    declared = next((h for h in convgraph.HOPS if h.step == step), None)
+    name = hop.get("hop") or (declared.name if declared else step)
+    tool = hop.get("tool") or (declared.tool if declared else "")
+    writes = hop.get("to") or convgraph.STEP_WRITES.get(step, reads)
+    return f"step {index + 1}/{count} {reads or '?'} -> {writes} ({name}" + (f", {tool})" if tool else ")")
 
 
 def _quantization(work: _Work, path: str) -> dict:

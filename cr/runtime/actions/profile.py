@@ -26,6 +26,7 @@ import time
 
 from ...errors import CRError
 from ...fsutil import atomic_write_bytes
+from .. import progress
 from ..backends.base import check_inputs
 from ..inputs import SyntheticInputs, batch_size_for
 from ..profiling import aggregate, align, chrome, profiler_class
@@ -72,6 +73,7 @@ def main(job: dict) -> dict:
         specs = backend.inputs()
         for batch in batches:
             check_inputs(specs, batch)
+        progress.mark("warm-up", samples=warmup)
         for warm in {id(backend): backend, id(plain_backend): plain_backend}.values():
             if callable(getattr(warm, "prepare", None)):
                 warm.prepare(batches[0])
@@ -79,7 +81,11 @@ def main(job: dict) -> dict:
                 warm.run(batches[i % len(batches)])
         clock = time.perf_counter_ns
         # the same queries without the profiler, around the profiled ones: its overhead, measured
+        if baseline_n > 0:
+            progress.mark("plain queries", samples=(baseline_n + 1) // 2)
         plain = _timed(plain_backend, batches, (baseline_n + 1) // 2)
+        # marked before the profiler and the sampler start: nothing is written while they record
+        progress.mark("profiled run", samples=samples, **_expected(plain, samples))
         profiler = profiler_cls(backend, workdir)
         sampler = SystemSampler(float(params.get("system_interval_ms", 10)) / 1000.0)
         sampler.start()
@@ -94,17 +100,21 @@ def main(job: dict) -> dict:
         finally:
             collected = profiler.stop()
             sampler.stop()
+        if baseline_n > 1:
+            progress.mark("plain queries again", samples=baseline_n // 2)
         plain += _timed(plain_backend, batches, baseline_n // 2)
         info = opened.info()
     finally:
         backend.close()
         if plain_opened is not None:
             plain_opened.backend.close()
+    progress.mark("layer table")
     events, how = align(collected, spans)
     table = aggregate(events, spans, collected.untimed)
     top = int(params.get("top", 500))
     overhead = _overhead(table["summary"]["model_ns"]["p50"], len(spans), plain, plain_how)
     framework = info.get("framework") or b["name"]
+    progress.mark("trace")
     trace = chrome.build(spans, events, sampler.samples, {
         "backend": b["name"], "framework": framework, "version": info.get("version"), "model": opened.ref,
         "source": profiler.source, "clock": "time.perf_counter_ns of the profiled process, first query at 0",
@@ -128,6 +138,14 @@ def main(job: dict) -> dict:
         "trace_file": trace_path,
         "placement": opened.placement,
     }
+
+
+def _expected(plain: list, samples: int) -> dict:
+    """{"expect_s": ...} of the profiled run: its queries at the plain queries' median, a lower
+    bound (the profiler slows them); {} when no plain query ran."""
+    if not plain:
+        return {}
+    return {"expect_s": round(samples * statistics.median(plain) / 1e9, 3)}
 
 
 def _timed(backend, batches: list, n: int) -> list:
