@@ -40,6 +40,7 @@ TINY = {
     "bench_monitor.py": ["--pairs", "1", "--seconds", "0.3", "--json", "{tmp}/out.json"],
     "bench_payloads.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "bench_progress.py": ["--rounds", "1", "--seconds", "0.2", "--before", "HEAD", "--json"],
+    "bench_progress_children.py": ["--rounds", "1", "--samples", "20", "--profile-only", "--before", "HEAD", "--json"],
     "bench_profile.py": ["--quick", "--no-tensorflow", "--samples", "5", "--repeats", "1", "--json", "{tmp}/out.json"],
     "bench_resolve.py": ["--runs", "1", "--graph", "20", "--json", "{tmp}/out.json"],
     "bench_tables.py": ["--rows", "20", "--runs", "1", "--json", "{tmp}/out.json"],
