@@ -232,7 +232,6 @@ ARM_ROOT = Path(os.environ.get("ARM_ROOTS", "/var/tmp/reefkit-arm-roots")) / "ar
 ARM_CR_HOME = ARM_ROOT / "root" / ".local" / "share" / "reefkit"   # the Arm CI job's CR_HOME
 ARM_PYTHON = "/opt/reefkit/src/.venv/bin/python"                    # the job's venv (cr's deps, aarch64)
 ARM_SRC = "/opt/reefkit/image-src"                                  # this checkout, copied in
-ARM_BASE = "/mnt/reefkit-image-root"                                # the arm64 base root, bound in
 
 
 def _arm64_or_skip() -> None:
@@ -261,6 +260,7 @@ def test_the_arm64_image_benchmarks_under_qemu_without_network(tmp_path):
     base = subprocess.run([str(ROOT / "scripts" / "image-root.sh"), "arm64"], capture_output=True, text=True, timeout=900)
     assert base.returncode == 0, base.stderr
     base_root = Path(base.stdout.strip().splitlines()[-1])
+    base_in = f"/mnt/{base_root.name}"  # bound in under its own name, which the base layer's comment carries
     src = ARM_ROOT / ARM_SRC.lstrip("/")
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
@@ -268,7 +268,7 @@ def test_the_arm64_image_benchmarks_under_qemu_without_network(tmp_path):
     with tarfile.open(fileobj=io.BytesIO(subprocess.run(
             ["tar", "--null", "--no-recursion", "-T", "-", "-cf", "-"], cwd=ROOT, input=files, capture_output=True, check=True).stdout)) as tar:
         tar.extractall(src, filter="tar")
-    bind = ARM_ROOT / ARM_BASE.lstrip("/")
+    bind = ARM_ROOT / base_in.lstrip("/")
     bind.mkdir(parents=True, exist_ok=True)
     out = "/tmp/reefkit-arm64-oci"
     shutil.rmtree(ARM_ROOT / out.lstrip("/"), ignore_errors=True)
@@ -276,16 +276,17 @@ def test_the_arm64_image_benchmarks_under_qemu_without_network(tmp_path):
     try:
         subprocess.run(["mount", "-o", "remount,bind,ro", str(bind)], check=True)
         export = subprocess.run([*arm, "run", "--", "sh", "-c",
-                                 f"cd {ARM_SRC} && REEFKIT_IMAGE_ROOT={ARM_BASE} {ARM_PYTHON} -m cr export solution {SOLUTION} --oci {out} --arch arm64 --json"],
+                                 f"cd {ARM_SRC} && REEFKIT_IMAGE_ROOT={base_in} {ARM_PYTHON} -m cr export solution {SOLUTION} --oci {out} --arch arm64 --json"],
                                 capture_output=True, text=True, timeout=1800)
     finally:
         subprocess.run(["umount", str(bind)], capture_output=True)  # if arm-root.sh's own unmount has not
+        shutil.rmtree(src, ignore_errors=True)
     assert export.returncode == 0, export.stdout[-2000:] + export.stderr[-2000:]
     summary = json.loads(export.stdout[export.stdout.index("{"):])
     assert summary["arch"] == "arm64" and summary["software"]["onnxruntime"]
+    assert summary["layers"][0]["comment"] == f"Debian base root ({base_root.name})"
     layout = tmp_path / "oci"
     shutil.move(str(ARM_ROOT / out.lstrip("/")), layout)
-    shutil.rmtree(src, ignore_errors=True)
 
     _, manifest, config = oci.read_layout(layout)
     assert config["architecture"] == "arm64" and len(manifest["layers"]) == 5
