@@ -5,6 +5,12 @@ single-stream p50 inside the image vs native on the same machine (interleaved ro
     sudo .venv/bin/python benchmarks/bench_image.py --rounds 1 --seconds 0.3   # tiny
     sudo .venv/bin/python benchmarks/bench_image.py --batch-size 512 --threads 1 --rounds 9 --seconds 5 --no-rebuild
                                        # a p50 in ms (lenet's batch-1 p50 is ~10 us: noise-bound)
+    sudo .venv/bin/python benchmarks/bench_image.py --arch arm64   # size and build time under QEMU
+
+--arch arm64 (x86_64 host): the image is exported inside the arm64 root of
+scripts/arm-root.sh from the lock its `job` made (docs/containers.md), unpacked here and
+its default command (`cr benchmark solution`) run once under QEMU with no network; no
+ratio against native (the latency is the emulator's).
 
 Builds run in a fresh CR_HOME after `cr init solution`: the first build (base root cached,
 or built first and timed apart), then a second build into another directory, whose digest
@@ -51,6 +57,76 @@ def p50_of(stdout: str) -> float:
     raise SystemExit(f"no latency in {stdout[:300]}")
 
 
+def arm64(out: dict) -> None:
+    """The arm64 image's build figures: export inside the emulated arm64 root, unpack, one run."""
+    from cr.export import oci
+
+    arm_root = Path(os.environ.get("ARM_ROOTS", "/var/tmp/reefkit-arm-roots")) / "arm64"
+    py, src, img = "/opt/reefkit/src/.venv/bin/python", "/opt/reefkit/image-src", "/tmp/reefkit-arm64-oci"
+    if os.geteuid() != 0 or not (arm_root / py.lstrip("/")).exists():
+        sys.exit(f"--arch arm64 needs root and the Arm CI root with its job run at {arm_root} (sudo scripts/arm-root.sh arm64 build && ... job)")
+    arm = [str(HERE / "scripts" / "arm-root.sh"), "arm64"]
+    state_before = (arm_root.parent / ".binfmt-state").exists()
+    work = Path(tempfile.mkdtemp(prefix="bench-image-arm64-", dir="/var/tmp"))
+    try:
+        t0 = time.monotonic()
+        base = subprocess.run([str(HERE / "scripts" / "image-root.sh"), "arm64"], capture_output=True, text=True, check=True)
+        out["base_root_s"] = round(time.monotonic() - t0, 2)
+        base_root = Path(base.stdout.strip().splitlines()[-1])
+        bind = f"/mnt/{base_root.name}"  # its name is in the base layer's comment: the same as a host export's
+        shutil.rmtree(arm_root / src.lstrip("/"), ignore_errors=True)
+        (arm_root / src.lstrip("/")).mkdir(parents=True)
+        subprocess.run(f"git ls-files -co --exclude-standard -z | tar --null --no-recursion -T - -cf - | tar -xf - -C {arm_root / src.lstrip('/')}",
+                       shell=True, cwd=HERE, check=True)
+        (arm_root / bind.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(arm_root / img.lstrip("/"), ignore_errors=True)
+        subprocess.run(["mount", "--bind", str(base_root), str(arm_root / bind.lstrip("/"))], check=True)
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(arm_root / bind.lstrip("/"))], check=True)
+            t0 = time.monotonic()
+            r = subprocess.run([*arm, "run", "--", "sh", "-c", f"cd {src} && REEFKIT_IMAGE_ROOT={bind} {py} -m cr export solution {SOLUTION} --oci {img} --arch arm64 --json"],
+                               capture_output=True, text=True)
+            out["build_s"] = round(time.monotonic() - t0, 2)
+        finally:
+            subprocess.run(["umount", str(arm_root / bind.lstrip("/"))], capture_output=True)
+            shutil.rmtree(arm_root / src.lstrip("/"), ignore_errors=True)
+        if r.returncode != 0:
+            sys.exit(f"export inside the arm64 root failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        s = json.loads(r.stdout[r.stdout.index("{"):])
+        out.update(export_s=s["seconds"], digest=s["digest"], compressed_bytes=s["size"],
+                   layers=[{"comment": l["comment"][:60], "bytes": l["size"]} for l in s["layers"]])
+        shutil.move(str(arm_root / img.lstrip("/")), work / "oci")
+        root = work / "root"
+        root.mkdir()
+        t0 = time.monotonic()
+        config = oci.unpack(work / "oci", root)
+        out["unpack_s"] = round(time.monotonic() - t0, 2)
+        out["unpacked_bytes"] = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and not f.is_symlink())
+        t0 = time.monotonic()
+        run = subprocess.run(oci.sandbox_command(root, config, env={"REEFKIT_IMAGE_DIGEST": s["digest"]}), capture_output=True, text=True)
+        out["run_s"] = round(time.monotonic() - t0, 2)
+        if run.returncode != 0:
+            sys.exit(f"inside the arm64 image: {run.stdout}\n{run.stderr}")
+        recs = [json.loads(p.read_text()) for p in (root / "var" / "lib" / "reefkit" / "results").glob("*/*.json")]
+        out["records"] = [{"action": x["action"], "arch": x["platform"]["arch"], "digest_matches": x["image"]["digest"] == s["digest"],
+                           "p50_ns": ((x.get("metrics") or {}).get("latency_ns") or {}).get("p50")} for x in recs]
+    finally:
+        if not state_before:
+            subprocess.run([*arm, "binfmt-restore"], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+        if "build_s" in out and "layers" in out:
+            mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+            print(f"arm64 image of {SOLUTION} (QEMU): {mib(out['compressed_bytes'])} compressed"
+                  + (f" ({mib(out['unpacked_bytes'])} unpacked)" if "unpacked_bytes" in out else "")
+                  + f"; export {out['build_s']} s wall ({out['export_s']} s in cr); base root {out['base_root_s']} s")
+            for l in out["layers"]:
+                print(f"  {mib(l['bytes']):>10}  {l['comment']}")
+        if "run_s" in out:
+            print(f"unpack {out['unpack_s']} s; cr benchmark solution inside (no network) {out['run_s']} s")
+            for x in out["records"]:
+                print(f"  {x['action']:<10} arch {x['arch']}  digest named: {x['digest_matches']}  p50 {x['p50_ns']} ns")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -59,8 +135,17 @@ def main() -> None:
                     help="samples per query (a larger batch gives a p50 in ms, which a loaded machine disturbs less)")
     ap.add_argument("--threads", type=int, default=None, help="the backend's threads on both sides")
     ap.add_argument("--no-rebuild", action="store_true", help="skip the second build (the reproducibility check)")
+    ap.add_argument("--arch", choices=("amd64", "arm64"), default="amd64", help="arm64: exported and run under QEMU (see above)")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args()
+    if a.arch == "arm64":
+        out = {"solution": SOLUTION, "arch": "arm64", "machine": f"{os.uname().machine}, {os.cpu_count()} cores (shared), QEMU user-mode"}
+        try:
+            arm64(out)
+        finally:
+            if a.json:
+                Path(a.json).write_text(json.dumps(out, indent=1))
+        return
 
     from cr.export import oci
 

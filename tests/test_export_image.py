@@ -224,3 +224,91 @@ def test_a_solution_outside_the_builtin_repository_is_refused(run_cr, tmp_path):
     r = run_cr("export", "solution", "my-digits", "--oci", str(tmp_path / "img"))
     _one_error(r, "solution:my-digits@", "outside reefkit's built-in repository")
     assert "cr pack solution" in r.stderr and not (tmp_path / "img").exists()
+
+
+# ---------------------------------------------------------------------------- arm64 under QEMU
+
+ARM_ROOT = Path(os.environ.get("ARM_ROOTS", "/var/tmp/reefkit-arm-roots")) / "arm64"
+ARM_CR_HOME = ARM_ROOT / "root" / ".local" / "share" / "reefkit"   # the Arm CI job's CR_HOME
+ARM_PYTHON = "/opt/reefkit/src/.venv/bin/python"                    # the job's venv (cr's deps, aarch64)
+ARM_SRC = "/opt/reefkit/image-src"                                  # this checkout, copied in
+
+
+def _arm64_or_skip() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the arm64 image needs root (mount, chroot, binfmt_misc, unshare)")
+    if os.uname().machine != "x86_64":
+        pytest.skip("the test emulates arm64 on an x86_64 host")
+    if not (ARM_ROOT / ".reefkit-root").exists() or not (ARM_ROOT / ARM_PYTHON.lstrip("/")).exists():
+        pytest.skip(f"no Arm CI userland with cr installed at {ARM_ROOT} (sudo scripts/arm-root.sh arm64 build && sudo scripts/arm-root.sh arm64 job)")
+    locks = ARM_CR_HOME / "locks" / "solution" / SOLUTION
+    if not any(locks.glob("*/*.json")):
+        pytest.skip(f"the arm64 userland has no lock of {SOLUTION} (sudo scripts/arm-root.sh arm64 job)")
+    if not Path("/usr/libexec/qemu-binfmt/aarch64-binfmt-P").exists() and not shutil.which("qemu-aarch64-static"):
+        pytest.skip("qemu-user-static is not installed (apt-get install qemu-user-static binfmt-support)")
+
+
+@pytest.mark.slow
+def test_the_arm64_image_benchmarks_under_qemu_without_network(tmp_path):
+    """The arm64 image from the lock the Arm CI made inside its emulated userland: `cr export`
+    runs there (under QEMU), where the lock's prefixes and reefkit's own aarch64 dependencies
+    are; then the unpacked image runs `cr benchmark solution` with no network, the aarch64
+    binaries run by QEMU through binfmt_misc (its F flag: nothing of QEMU goes into the image)."""
+    _arm64_or_skip()
+    arm = [str(ROOT / "scripts" / "arm-root.sh"), "arm64"]
+    binfmt_state_before = (ARM_ROOT.parent / ".binfmt-state").exists()
+    base = subprocess.run([str(ROOT / "scripts" / "image-root.sh"), "arm64"], capture_output=True, text=True, timeout=900)
+    assert base.returncode == 0, base.stderr
+    base_root = Path(base.stdout.strip().splitlines()[-1])
+    base_in = f"/mnt/{base_root.name}"  # bound in under its own name, which the base layer's comment carries
+    src = ARM_ROOT / ARM_SRC.lstrip("/")
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(subprocess.run(
+            ["tar", "--null", "--no-recursion", "-T", "-", "-cf", "-"], cwd=ROOT, input=files, capture_output=True, check=True).stdout)) as tar:
+        tar.extractall(src, filter="tar")
+    bind = ARM_ROOT / base_in.lstrip("/")
+    bind.mkdir(parents=True, exist_ok=True)
+    out = "/tmp/reefkit-arm64-oci"
+    shutil.rmtree(ARM_ROOT / out.lstrip("/"), ignore_errors=True)
+    subprocess.run(["mount", "--bind", str(base_root), str(bind)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(bind)], check=True)
+        export = subprocess.run([*arm, "run", "--", "sh", "-c",
+                                 f"cd {ARM_SRC} && REEFKIT_IMAGE_ROOT={base_in} {ARM_PYTHON} -m cr export solution {SOLUTION} --oci {out} --arch arm64 --json"],
+                                capture_output=True, text=True, timeout=1800)
+    finally:
+        subprocess.run(["umount", str(bind)], capture_output=True)  # if arm-root.sh's own unmount has not
+        shutil.rmtree(src, ignore_errors=True)
+    assert export.returncode == 0, export.stdout[-2000:] + export.stderr[-2000:]
+    summary = json.loads(export.stdout[export.stdout.index("{"):])
+    assert summary["arch"] == "arm64" and summary["software"]["onnxruntime"]
+    assert summary["layers"][0]["comment"] == f"Debian base root ({base_root.name})"
+    layout = tmp_path / "oci"
+    shutil.move(str(ARM_ROOT / out.lstrip("/")), layout)
+
+    _, manifest, config = oci.read_layout(layout)
+    assert config["architecture"] == "arm64" and len(manifest["layers"]) == 5
+    root = tmp_path / "root"
+    root.mkdir()
+    oci.unpack(layout, root)
+    assert b"\xb7\x00" == (root / "usr" / "bin" / "python3").resolve().read_bytes()[18:20]  # e_machine: AArch64
+    try:
+        # export left binfmt on (arm-root.sh's mount); it stays so until binfmt-restore
+        cmd = oci.sandbox_command(root, config, env={"REEFKIT_IMAGE_DIGEST": summary["digest"]})
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    finally:
+        if not binfmt_state_before:
+            subprocess.run([*arm, "binfmt-restore"], capture_output=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PASS" in run.stdout and "VALID" in run.stdout
+    records = [json.loads(p.read_text()) for p in (root / "var" / "lib" / "reefkit" / "results").glob("*/*.json")]
+    assert {r["action"] for r in records} == {"benchmark", "validate"}
+    for rec in records:
+        assert rec["status"] == "ok"
+        assert rec["image"]["digest"] == summary["digest"] and rec["image"]["lock_sha256"] == summary["lock_sha256"]
+        assert rec["platform"]["arch"] == "aarch64" and rec["lock"]["platform"]["arch"] == "aarch64"
+        ran = {s["name"]: s["version"] for s in rec["lock"]["software"]}
+        assert {k: ran[k] for k in summary["software"]} == summary["software"]
+        assert rec["runtime"]["executable"].startswith("/opt/reefkit/venv/")
