@@ -95,7 +95,7 @@ def test_a_pipe_gets_one_plain_line_per_phase(benchmarked):
     first = [line for line in lines if line.startswith("benchmark solution:")]
     # the first benchmark's phases, in order, each once
     names = [line.split(": ", 1)[1].split(" (")[0] for line in first[:7]]
-    assert names == ["resolve", "load", "inputs", "warm-up", "steady", "statistics", "ok in " + names[6][6:]], first
+    assert names == ["resolve", "load", "inputs", "warm-up", "steady", "statistics", "ran in " + names[6][7:]], first
     steady = next(line for line in first if ": steady" in line)
     assert re.search(r"steady \(about [\d.]+ s(, at most 3\.0 s)?\)$", steady), steady  # the run's own limits
     assert any(line.endswith("validate") and "action 3/3" in line for line in lines)
@@ -245,7 +245,7 @@ def test_a_campaign_shows_forwarded_worker_events_and_the_worker_logs_each_job(t
         assert re.search(r"^w1: setting up solution:null-digits", err, re.M), err
         assert re.search(r"^w1: running every declared action of solution:null-digits", err, re.M), err
         assert re.search(r"^w1: benchmark solution:null-digits@1\.0\.0: steady \(about [\d.]+ s\)", err, re.M), err
-        assert re.search(r"^w1: benchmark solution:null-digits@1\.0\.0: ok", err, re.M), err
+        assert re.search(r"^w1: benchmark solution:null-digits@1\.0\.0: ran", err, re.M), err
         # an ETA from the first finished job, never a guess before it
         assert re.search(r"^done: .*1 done, 0 running, .*1 remaining, ETA \d+ s", err, re.M), err
         log = (tmp_path / "w1.log").read_text()

@@ -32,10 +32,14 @@ def _json(done) -> dict:
 
 
 def _one_error(done, *words):
-    """Exit 1 with exactly an Error line and a Hint line, naming each of words."""
+    """Exit 1 with exactly an Error line and a Hint line, naming each of words (after the
+    progress lines of a run that got as far as running: docs/actions.md)."""
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("Error: ") and lines[1].startswith("Hint: "), done.stderr
+    errors = [i for i, line in enumerate(lines) if line.startswith("Error: ")]
+    assert len(errors) == 1, done.stderr
+    lines = lines[errors[0]:]
+    assert len(lines) == 2 and lines[1].startswith("Hint: "), done.stderr
     for w in words:
         assert w in lines[0], lines[0]
     assert "Traceback" not in done.stderr

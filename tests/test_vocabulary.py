@@ -42,7 +42,7 @@ def test_one_run_has_one_config_and_platform_label_in_the_cli_the_dashboard_and_
 
     shown = _ok(run_cr("results", "show", uid)).stdout
     assert _row(shown, "configuration") == config
-    assert _row(shown, "platform") == f"{platform}  (fingerprint {record['platform']['fingerprint']})"
+    assert _row(shown, "platform") == f"{platform} (fingerprint {record['platform']['fingerprint']})"
     listed = _ok(run_cr("results", "list")).stdout
     line = next(x for x in listed.splitlines() if x.startswith(uid))
     assert f"  {platform}  " in line

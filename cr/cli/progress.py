@@ -2,12 +2,12 @@
 
     view = PhaseView()                      # CLIReporter makes one on the first phase
     view.phase("benchmark model:lenet-digits", "steady", expect_s=10.2, max_s=25.0)
-    view.phase("benchmark model:lenet-digits", None, "ok")   # the task ended
+    view.phase("benchmark model:lenet-digits", None, "ran")  # the task ended
 
 On a terminal it is one live line, rewritten in place: every open task's phase, the
 innermost with its elapsed time and ETA (from the phase's expected duration, which comes
 from the run's own limits), redrawn twice a second by a ticker thread in cr, never by the
-measured child. Each task that ends leaves one line ("benchmark ...: ok in 14.2 s").
+measured child. Each task that ends leaves one line ("benchmark ...: ran in 14.2 s").
 Elsewhere (a pipe, a log file) each phase is one plain line when it starts, and nothing is
 rewritten. `cr -q` shows none of it (CLIReporter never makes a view); stdout is never used.
 

@@ -263,7 +263,7 @@ def show(uid, raw, as_json):
         rows.append(["backend", backend.get("name", "") + (f" ({', '.join(details)})" if details else "")])
     if s["variant"] or s["precision"]:
         rows.append(["variant", " ".join(x for x in (s["variant"], s["precision"] and f"({s['precision']})") if x)])
-    rows.append(["platform", f"{s['platform_description']}  (fingerprint {s['platform']})"])
+    rows.append(["platform", f"{s['platform_description']} (fingerprint {s['platform']})"])
     if record.get("lock"):
         rows.append(["lock", str((record["lock"] or {}).get("root", "yes"))])
     rows += _metric_rows(record)

@@ -185,7 +185,9 @@ def run_action(
     ended = "failed"
     try:
         record = _run(host, run, action, action_info, shipped, entry_point, output, store)
-        ended = record.get("status") or "done"
+        # "ran", not the record's "ok": a verdict (tolerance, PASS/FAIL) may still follow this line
+        status = record.get("status")
+        ended = "ran" if status in (None, "ok") else status
     except NotStored:
         ended = "not stored"
         raise
