@@ -57,6 +57,22 @@ def p50_of(stdout: str) -> float:
     raise SystemExit(f"no latency in {stdout[:300]}")
 
 
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of values: the k-th smallest and k-th
+    largest, k the largest rank whose binomial(n, 1/2) tail stays within (1 - level) / 2.
+    None when there are too few values for one (n < 6 at 95%)."""
+    from math import comb
+
+    v, n = sorted(values), len(values)
+    tail, k = 0.0, 0
+    for i in range(n + 1):
+        tail += comb(n, i) / 2 ** n
+        if tail > (1 - level) / 2:
+            k = i
+            break
+    return (v[k - 1], v[n - k]) if k >= 1 else None
+
+
 def arm64(out: dict) -> None:
     """The arm64 image's build figures: export inside the emulated arm64 root, unpack, one run."""
     from cr.export import oci
@@ -221,6 +237,10 @@ def main() -> None:
             r = sorted(out["ratios"])
             print(f"  ratios {', '.join(f'{x:.3f}' for x in out['ratios'])}; spread {r[0]:.3f}-{r[-1]:.3f}, "
                   f"middle half {r[len(r) // 4]:.3f}-{r[(3 * len(r)) // 4]:.3f}")
+            ci = median_interval(r)
+            if ci:
+                print(f"  95% interval of the median ratio (order statistics, no distribution assumed): {ci[0]:.3f}-{ci[1]:.3f}; "
+                      f"within 3%: {'yes' if 0.97 <= ci[0] and ci[1] <= 1.03 else 'not slower by more than 3%' if ci[1] <= 1.03 else 'not shown'}")
         if a.json:
             Path(a.json).write_text(json.dumps(out, indent=1))
 
