@@ -166,6 +166,12 @@ ODD_LAYOUTS = [
     b'{\n  "x": {\n  "raw": {\n    "latencies_ns": [1]\n  }\n  },\n  "raw": null\n}',  # a nested "raw" at indent 2
     b'{\n  "x": {\n  "platform": {\n    "a": 1\n  }\n  }\n}',  # a nested "platform" at indent 2
     b'{\n  "platform": {\n    "cpu": {\n      "flags": ["a"]\n    }\n  },\n  "raw": {\n    "latencies_ns": [\n      3\n    ]\n  }\n}',
+    # what orjson (the first parser) refuses and the standard parser decides: the outcome is the standard one's
+    b'{\n  "format": 1,\n  "x": 1e400\n}',  # a number beyond a double: inf, as json.loads gives
+    b'{\n  "format": 1,\n  "x": "\\ud800"\n}',  # a lone surrogate escape
+    b'\xef\xbb\xbf{\n  "format": 1\n}',  # a UTF-8 byte-order mark
+    '{\n  "format": 1,\n  "x": "\u00e9"\n}'.encode("utf-16"),  # UTF-16 with its mark
+    b'{\n  "format": 1,\n  "x": "\xff"\n}',  # not UTF-8: refused by both
 ]
 
 
@@ -183,6 +189,14 @@ def test_fast_parse_equals_json_loads(data):
     else:  # the samples were cut out of the text and handed over separately
         assert record == {**expected, "raw": None} and json.loads(text) == record
         assert json.loads(samples) == expected["raw"]["latencies_ns"]
+
+
+def test_an_integer_beyond_64_bits_is_read_as_the_browser_reads_it():
+    # the one documented difference of the fast parser (cr/dashboard/records.py, _loads): the nearest double
+    record, _, _ = records.parse(b'{\n  "format": 1,\n  "n": 123456789012345678901234567890\n}')
+    assert record["n"] == float(123456789012345678901234567890)
+    record, _, _ = records.parse(b'{\n  "format": 1,\n  "n": 18446744073709551615\n}')  # within 64 bits: exact
+    assert record["n"] == 18446744073709551615 and type(record["n"]) is int
 
 
 def test_raw_samples_from_a_side_file_are_thinned(tmp_path):
