@@ -49,6 +49,12 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_./-]*\Z")  # record file names that json.dump
 # order (SAMPLES_MAX and thin come from cr.results.significance): exactly the samples `cr results
 # compare` judges a pair by, so the site's verdicts are the CLI's.
 
+try:  # orjson (a dependency; absent only where no wheel exists): 1.5-2x the standard parser on a record, ~10x json.dumps
+    from orjson import dumps as _fast_dumps, loads as _fast_loads
+except ImportError:  # pragma: no cover - every platform cr supports has a wheel
+    _fast_dumps = _fast_loads = None
+
+
 class Skip(Exception):
     """This file is not a usable result record; the message says why."""
 
@@ -60,7 +66,16 @@ def js_literal(data) -> str:
     other non-ASCII character; '<' and '>' (which only occur inside strings) become
     \\u003c / \\u003e, so neither "</script>" nor "<!--" can end or comment out a script.
     """
-    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    text = None
+    if _fast_dumps is not None:  # orjson: ~10x json.dumps on the index's 100,000 runs; non-ASCII output is redone below
+        try:
+            blob = _fast_dumps(data)
+            if blob.isascii():
+                text = blob.decode("ascii")
+        except TypeError:  # a non-string key, an integer beyond 64 bits, a lone surrogate
+            pass
+    if text is None:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     if "<" in text or ">" in text:
         text = text.replace("<", "\\u003c").replace(">", "\\u003e")
     return text
@@ -122,10 +137,6 @@ def _refuse_constant(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # one for all calls (json.loads with a keyword builds one per call)
 
 
-try:  # orjson (a dependency; absent only where no wheel exists): 1.5-2x the standard parser's speed on a record
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - every platform cr supports has a wheel
-    _fast_loads = None
 
 
 def _loads(data: bytes):
@@ -801,12 +812,6 @@ def write_bundle(bundle: str, items: list[tuple[str, str, int, int, int]], resul
 # and bound to its bundle's name, so a state edited, corrupted, copied from another folder or
 # moved to another bundle fails open_state and its records are read again.
 _STATE_MAGIC = b"cr-dashboard-state "
-
-
-try:
-    from orjson import dumps as _fast_dumps
-except ImportError:  # pragma: no cover
-    _fast_dumps = None
 
 
 def seal_state(key: bytes, bundle: str, state: dict) -> bytes:
