@@ -1,7 +1,8 @@
 """The Slurm executor on a real one-node Slurm (Debian's slurm-wlm + munge on 127.0.0.1,
 started by scripts/slurm-up.sh, which .ci/run calls): `cr worker`s run as Slurm batch jobs,
 the campaign's records come back to the coordinator's store, a worker job cancelled mid-job
-has its job retried on another, every worker job is cancelled at the end and on SIGTERM,
+or ended by Slurm's time limit has its job retried on another (the reason Slurm gives is in
+the failed attempt), every worker job is cancelled at the end and on SIGTERM,
 and bad input is refused before anything is submitted. Skipped, with the reason, where
 Slurm cannot run. The jobs run the null backend on the shipped lenet-digits model."""
 from __future__ import annotations
@@ -283,6 +284,7 @@ def test_a_worker_job_cancelled_mid_job_has_its_job_retried_on_another(cluster):
     assert lost and lost[0]["worker"] == victim
     again = [e for e in events if e["event"] == "done" and e["job"] == lost[0]["job"]]
     assert len(again) == 1 and again[0]["worker"] != victim and again[0]["attempt"] == 2
+    assert f"Slurm ended worker job {victim.removeprefix('slurm-')} by scancel (CANCELLED)" in lost[0]["error"]
     assert len(_records(env, "cancelled")) == 3  # each job stored once
     assert _all_cancelled()
 
@@ -494,3 +496,76 @@ def test_a_time_limit_shorter_than_a_measured_job_is_refused(cluster):
     assert "--time at least" in lines[1]
     assert _journal(env, "too-short") == before and _ours() == []  # nothing submitted, nothing lost
     assert len(_records(env, "too-short")) == 2
+
+
+def _elapsed(job_id: str) -> float:
+    """Seconds Slurm says job_id has run (squeue's %M: M:SS, H:MM:SS or D-HH:MM:SS); 0 when not listed."""
+    out = subprocess.run(["squeue", "--noheader", "--format=%M", f"--jobs={job_id}"], capture_output=True, text=True).stdout.strip()
+    return slurm.seconds(out) or 0.0 if out and out != "INVALID" else 0.0
+
+
+@pytest.mark.slow
+def test_a_worker_job_ended_by_slurms_time_limit_mid_job_is_retried_on_a_replacement(cluster):
+    """Slurm's own time limit ends the only worker job while a job runs on it. Slurm keeps
+    limits in whole minutes and checks them every 30 s, so the job's limit is lowered with
+    scontrol to 1 minute once it has run more than that, just after a job started; the job
+    (40 s) is still running when Slurm ends the worker job within those 30 s (+ KillWait)."""
+    env, repo, base = cluster
+    null_solution(repo, "null-long", min_queries=80)
+    meta = repo / "solution" / "null-long" / "1.0.0" / "meta.json"
+    data = json.loads(meta.read_text())
+    data["backend_options"] = {"sleep_ms": 500}  # 80 queries x 0.5 s: a job of about 40 s
+    meta.write_text(json.dumps(data))
+    make_component(repo, "campaign", "timed-out", solutions=["solution:null-long"], repeat=3)
+    logs = base / "timed-out-logs"
+    logs.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "cr", "campaign", "run", "timed-out", "--executor", "slurm",
+                             "--time", "10:00", "--retries", "2", "-E", "workers=1", "-E", f"command={COMMAND}",
+                             "-E", f"output={logs}/worker-%j.out", "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = None
+        deadline = time.monotonic() + 240
+        while first is None and time.monotonic() < deadline and proc.poll() is None:
+            first = next(iter(_ours()), None)
+            time.sleep(0.2)
+        assert first, proc.communicate()[1]
+        # past a minute of the worker job, wait for the next job to start on it, then lower its limit
+        seen = None
+        victim_job = None
+        while victim_job is None and time.monotonic() < deadline and proc.poll() is None:
+            started = [e for e in _journal(env, "timed-out") if e["event"] == "started"]
+            if seen is None and _elapsed(first) >= 62:
+                seen = len(started)
+            elif seen is not None and len(started) > seen:
+                victim_job = started[-1]
+                break
+            time.sleep(0.2)
+        assert victim_job and victim_job["worker"] == f"slurm-{first}", proc.communicate()[1]
+        subprocess.run(["scontrol", "update", f"JobId={first}", "TimeLimit=1"], check=True, capture_output=True)
+        replacement = None
+        while replacement is None and time.monotonic() < deadline and proc.poll() is None:
+            replacement = next((j for j in _ours() if j != first), None)
+            time.sleep(0.2)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert _slurm_job(first).get("JobState") == "TIMEOUT"  # Slurm's own kill, not a scancel
+    assert replacement is not None and replacement != first  # a new worker job was submitted
+    rows = json.loads(out)
+    assert {r["state"] for r in rows} == {"done"} and len(rows) == 3, rows
+    events = _journal(env, "timed-out")
+    (lost,) = [e for e in events if e["event"] == "attempt-failed"]
+    assert lost["job"] == victim_job["job"] and lost["worker"] == f"slurm-{first}"
+    assert f"Slurm ended worker job {first} at its time limit (TIMEOUT)" in lost["error"]
+    # the job that was running ran again, on the replacement (it takes the worker's name, slurm-FIRST)
+    again = [e for e in events if e["event"] == "done" and e["job"] == lost["job"]]
+    assert len(again) == 1 and again[0]["attempt"] == 2
+    status = {r["job"]: r for r in json.loads(_cr(env, "campaign", "status", "timed-out", "--json").stdout)}
+    assert f"Slurm ended worker job {first} at its time limit" in status[lost["job"]]["failed_attempts"][0]["error"]
+    assert len(_records(env, "timed-out")) == 3  # every job's result in the coordinator's store, once
+    # the worker's log (-E output) has Slurm's own word for it
+    assert "DUE TO TIME LIMIT" in (logs / f"worker-{first}.out").read_text()
+    assert _all_cancelled()  # the replacement was cancelled at the end: nothing left in squeue

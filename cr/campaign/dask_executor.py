@@ -179,13 +179,15 @@ def connect(addr: str, sec=None, timeout: float = 10.0) -> Session:
     return Session(full_address(addr, sec), sec, timeout)
 
 
-def run_jobs(run: Run, session: Session, retries: int, noop: bool, place=placement, on_left=None, hold=None) -> None:
+def run_jobs(run: Run, session: Session, retries: int, noop: bool, place=placement, on_left=None, hold=None,
+             why_left=None) -> None:
     """The cluster executor's loop over a connected session (the slurm executor runs it too):
     placement, submission in a window, the scheduler's events into the Run, until every job is final.
     place: placement() or one that narrows it (the slurm executor's: a target's own worker jobs).
     on_left(names): told when workers left (the slurm executor submits a replacement worker job);
     hold(job): True while a job no worker fits should wait (a replacement is coming) rather
-    than be reported unplaceable."""
+    than be reported unplaceable; why_left(worker): why a worker that left mid-job went, or
+    None (the slurm executor asks Slurm: a time limit, preemption), added to the attempt's reason."""
     hold = hold or (lambda job: False)
     holding, gone = False, set()  # whether a job waits on hold(), the workers that left
     known = session.workers
@@ -221,7 +223,7 @@ def run_jobs(run: Run, session: Session, retries: int, noop: bool, place=placeme
         finished = False
         while got is not None:
             msg, blobs = got
-            finished |= _event(run, msg, blobs, by_key, in_flight, running_on, session, retries)
+            finished |= _event(run, msg, blobs, by_key, in_flight, running_on, session, retries, why_left)
             got = session.next(0)
         if finished:
             run.sync()  # one fsync for the batch: every "done" above is on disk before more is submitted
@@ -253,7 +255,8 @@ def _spec(job: CampaignJob, fit: list[str], retries: int, noop: bool, archives: 
     return spec
 
 
-def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, running_on: dict, session, retries: int) -> bool:
+def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, running_on: dict, session, retries: int,
+           why_left=None) -> bool:
     """Apply one message of the scheduler to the run; True when a job became final."""
     op, key = msg.get("op"), msg.get("key")
     job = by_key.get(key) if isinstance(key, str) else None
@@ -267,7 +270,7 @@ def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, runni
     if op == "started":
         if run.outcomes.get(job.id, {}).get("state") == "running":
             # started again before the loss of the attempt before was told: that attempt ended
-            _lost(run, job, running_on.get(job.id), True, in_flight, session, retries)
+            _lost(run, job, running_on.get(job.id), True, in_flight, session, retries, why_left)
         running_on[job.id] = name
         run.started(job, name)
         return False
@@ -275,7 +278,7 @@ def _event(run: Run, msg: dict, blobs: list, by_key: dict, in_flight: set, runni
         if msg.get("attempt") != run.attempts[job.id] or run.outcomes.get(job.id, {}).get("state") != "running":
             return False  # an attempt already counted as lost
         running_on.pop(job.id, None)
-        return _lost(run, job, name, bool(msg.get("retry")), in_flight, session, retries)
+        return _lost(run, job, name, bool(msg.get("retry")), in_flight, session, retries, why_left)
     if op == "refused":
         in_flight.discard(key)
         run.finished(job, {"status": "failed", "records": [], "error": {
@@ -302,11 +305,13 @@ def _blobs(index, blobs: list) -> list | None:
     return [blobs[i] if type(i) is int and 0 <= i < len(blobs) else None for i in index]
 
 
-def _lost(run: Run, job: CampaignJob, name: str | None, retry: bool, in_flight: set, session, retries: int) -> bool:
-    """The current attempt of job ended with its worker: record it; True when no retry is
-    left (the job is then failed and cancelled at the scheduler)."""
+def _lost(run: Run, job: CampaignJob, name: str | None, retry: bool, in_flight: set, session, retries: int,
+          why_left=None) -> bool:
+    """The current attempt of job ended with its worker: record it (with why_left(name) when
+    it says); True when no retry is left (the job is then failed and cancelled at the scheduler)."""
     attempt = run.attempts[job.id]
-    run.attempt_failed(job, name, f"worker {name} left mid-job (attempt {attempt})")
+    why = why_left(name) if why_left is not None and name else None
+    run.attempt_failed(job, name, f"worker {name} left mid-job (attempt {attempt})" + (f": {why}" if why else ""))
     if retry:
         return False
     key = _key(job)
@@ -314,7 +319,8 @@ def _lost(run: Run, job: CampaignJob, name: str | None, retry: bool, in_flight: 
         in_flight.discard(key)
         session.send({"op": "cancel", "keys": [key]})
     run.finished(job, {"status": "failed", "records": [], "error": {
-        "message": f"worker {name} left mid-job, attempt {attempt} of {retries + 1}: no retry is left",
+        "message": f"worker {name} left mid-job, attempt {attempt} of {retries + 1}" + (f" ({why})" if why else "")
+                   + ": no retry is left",
         "hint": "raise --retries, or keep the workers running"}}, {"name": name})
     return True
 

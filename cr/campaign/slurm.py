@@ -4,6 +4,7 @@ a `cr worker` job script, Slurm's time limits, and a campaign's measured job tim
     partitions()                       # {"debug": True (the default), ...}; CRError when sinfo fails
     submit(worker_script(...))         # the Slurm job id (sbatch --parsable, the script on stdin)
     states(["12", "13"])               # {"12": "RUNNING"}: the jobs Slurm still has
+    ended("12")                        # "Slurm ended worker job 12 at its time limit (TIMEOUT)", or None
     cancel(["12", "13"])               # scancel
     seconds("1-02:03:04")              # 93784.0 (None: no limit)
     longest_job(journal_events)        # (seconds, job id) of the longest finished attempt, or None
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import time
 
 from ..errors import CRError
 
@@ -149,6 +151,38 @@ def states(ids: list[str]) -> dict[str, str]:
         if len(parts) == 2:
             found[parts[0]] = parts[1]
     return found
+
+
+# Slurm's end states (and its TimeLimit reason) as a user reads them
+_ENDINGS = {"TIMEOUT": "at its time limit", "PREEMPTED": "by preemption", "CANCELLED": "by scancel",
+            "NODE_FAIL": "because its node failed", "BOOT_FAIL": "because its node did not boot",
+            "OUT_OF_MEMORY": "out of memory", "DEADLINE": "at its deadline", "FAILED": "with a failure",
+            "COMPLETED": "after its batch script ended"}
+ENDED_WAIT_S = 2.0  # how long ended() waits for Slurm to say why a job whose worker left is over
+
+
+def ended(job_id: str, wait: float = ENDED_WAIT_S) -> str | None:
+    """Why Slurm ended worker job job_id, as one phrase ("Slurm ended worker job 12 at its
+    time limit (TIMEOUT)"), read from squeue while Slurm still lists the ended job (MinJobAge,
+    300 s by default); None when it does not say within wait seconds (the job still runs: its
+    worker left for a reason of its own) or no longer lists it. Never raises."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            done = subprocess.run(["squeue", "--noheader", "--states=all", "--format=%T|%r", f"--jobs={job_id}"],
+                                  capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        # one line "STATE|REASON"; squeue exits 1 for a job it no longer lists
+        line = done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else ""
+        state, _, reason = line.partition("|")
+        if reason == "TimeLimit" and state not in _ENDINGS:
+            state = "TIMEOUT"  # COMPLETING (its processes being killed) for the time limit
+        if state in _ENDINGS:
+            return f"Slurm ended worker job {job_id} {_ENDINGS[state]} ({state})"
+        if not state or time.monotonic() >= deadline:
+            return None
+        time.sleep(0.25)
 
 
 def cancel(ids: list[str]) -> None:

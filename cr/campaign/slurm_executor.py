@@ -92,6 +92,7 @@ class SlurmExecutor(Executor):
         self.target_of: dict[str, str] = {}  # Slurm job id -> the platform target it was submitted for
         self.replaced: dict[str, int] = {}  # target -> replacement worker jobs submitted (at most --retries)
         self.replacing: dict[str, dict] = {}  # target -> the replacement awaited: {"id", "name", "deadline", "poll"}
+        self.job_of: dict[str, str] = {}  # a replacement's worker name -> its own Slurm job id
 
     def where(self) -> str:
         return f"Slurm partition {self.partition or '(default)'}, {self.workers} worker job(s) per platform target"
@@ -178,7 +179,8 @@ class SlurmExecutor(Executor):
                     self._submit(addr, targets, name)
             self._await_workers(session)
             self._session, self._addr, self._targets, self._run = session, addr, targets, run
-            run_jobs(run, session, self.retries, self.noop, place=self._place, on_left=self._replace, hold=self._hold)
+            run_jobs(run, session, self.retries, self.noop, place=self._place, on_left=self._replace, hold=self._hold,
+                     why_left=self._why_left)
         finally:  # ended, failed or interrupted: no worker job outlives the campaign
             slurm.cancel(self.submitted)
             if session is not None:
@@ -196,7 +198,15 @@ class SlurmExecutor(Executor):
                               + ", ".join(f"{k} {v}" for k, v in got.items() if v not in (None, 0)) + ")")
         self.submitted.append(job_id)
         self.target_of[job_id] = name
+        if worker_name:
+            self.job_of[worker_name] = job_id
         return job_id
+
+    def _why_left(self, worker: str) -> str | None:
+        """What Slurm says ended the worker job of worker (its time limit, preemption, scancel),
+        for the failed attempt's reason (campaign status, the retry line); None when it does not."""
+        job_id = self.job_of.get(worker) or _slurm_id(worker)
+        return slurm.ended(job_id) if job_id in self.target_of else None
 
     # -- replacing a target's last worker job ----------------------------------------------------
 

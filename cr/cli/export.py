@@ -52,17 +52,43 @@ def solution(name, oci_dir, docker_archive, arch, tag, as_json):
 @click.option("--cpu", default="2", show_default=True, help="CPU request (= limit) of each worker.")
 @click.option("--memory", default="4Gi", show_default=True, help="Memory request (= limit) of each worker.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 1000), help="Workers per platform target.")
+@click.option("--tls-secret", metavar="NAME", help="The Secret with ca.pem, node.pem and node.key that every pod mounts "
+                                                     "(default cr-CAMPAIGN-tls; docs/clusters.md makes it).")
+@click.option("--insecure-no-tls", "insecure", is_flag=True,
+              help="Run the cluster without TLS: any pod that reaches the scheduler's Service can join as a worker "
+                   "(getting every job's archive, returning false results) or submit jobs, and read or change what crosses.")
+@click.option("--results-size", default="5Gi", show_default=True, help="Size of the volume claim holding the coordinator's results store.")
+@click.option("--storage-class", metavar="NAME", help="StorageClass of the results volume (default: the cluster's default).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def campaign(name, k8s_dir, image, namespace, cpu, memory, workers, as_json):
+def campaign(name, k8s_dir, image, namespace, cpu, memory, workers, tls_secret, insecure, results_size, storage_class, as_json):
     """Write Kubernetes manifests that run campaign NAME on a cluster with IMAGE: a scheduler
-    Deployment + Service, a worker Deployment per platform target, and the campaign's Job."""
+    Deployment + Service, a worker Deployment per platform target, the campaign's Job, and a
+    volume claim for its results. Every pod speaks TLS with the certificates of a Secret you
+    create (docs/clusters.md), unless --insecure-no-tls."""
+    from ..errors import CRError
     from ..export.k8s import export_campaign
 
-    summary = export_campaign(_ref("campaign", name), k8s_dir, image, namespace=namespace, cpu=cpu, memory=memory, workers=workers)
+    if insecure and tls_secret:
+        raise CRError(f"--tls-secret {tls_secret} and --insecure-no-tls: a cluster is either with TLS or without",
+                      hint="leave out --insecure-no-tls (or --tls-secret)")
+    summary = export_campaign(_ref("campaign", name), k8s_dir, image, namespace=namespace, cpu=cpu, memory=memory,
+                              workers=workers, tls_secret=None if insecure else (tls_secret or ""),
+                              results_size=results_size, storage_class=storage_class)
+    if insecure:
+        output.warn("--insecure-no-tls: the exported cluster runs WITHOUT TLS: any pod that reaches the scheduler's "
+                    "Service can join as a worker or submit jobs, and read or change archives and results on the way "
+                    "(restrict it with a NetworkPolicy; docs/security.md)")
     if as_json:
         output.emit_json(summary)
         return
     click.echo(f"wrote {len(summary['files'])} manifests for {summary['campaign']} into {summary['dir']}")
     for f in summary["files"]:
         click.echo(f"  {f}")
+    tls = summary["tls"]
+    if tls:
+        click.echo(f"  TLS: create Secret {tls['secret']} with {', '.join(tls['files'])} first; the scheduler's certificate "
+                   f"names its Service: subjectAltName=" + ",".join(f"DNS:{d}" for d in tls["service_dns"]) + " (docs/clusters.md)")
+    res = summary["results"]
+    click.echo(f"  results: volume claim {res['claim']} ({res['size']}) at {res['mounted_at']}; "
+               f"read them with {summary['dir']}/fetch/results-reader.yaml once the Job ends")
     click.echo(f"  apply: kubectl apply -f {summary['dir']}")
