@@ -1,6 +1,6 @@
 """Campaign overheads, as ratios against a baseline measured in the same run.
 
-    python benchmarks/bench_campaign.py [--jobs 8] [--tiny 1000] [--real 1000] [--rounds 3] [--rows ROWS]
+    python benchmarks/bench_campaign.py [--jobs 8] [--tiny 1000] [--real 1000] [--rounds 3] [--rows ROWS] [--ceiling 4]
 
 1. local: a campaign of N null-backend jobs vs the same N `cr benchmark solution` calls in
    a shell loop (target <= 1.05x wall);
@@ -225,7 +225,7 @@ SCALING = {"scaling": ("validate", ["validate", "solution", "lenet-validate"], "
            "scaling-null": ("bench", ["benchmark", "solution", "null-digits"], "short null-backend benchmark")}
 
 
-def scaling(base: Path, env: dict, jobs: int, rounds: int, row: str = "scaling") -> None:
+def scaling(base: Path, env: dict, jobs: int, rounds: int, row: str = "scaling", ceiling: int = 4) -> None:
     """The row's jobs on a 1-worker and a 2-worker cluster, runs interleaved (medians),
     beside the machine's own ceiling: the same jobs' work as 2 processes at once vs 1."""
     name, command, words = SCALING[row]
@@ -246,9 +246,9 @@ def scaling(base: Path, env: dict, jobs: int, rounds: int, row: str = "scaling")
     finally:
         for _, procs in clusters:
             _stop(procs)
-    seq = _timed(lambda: [_cr(env, *command, check=False) for _ in range(4)])
+    seq = _timed(lambda: [_cr(env, *command, check=False) for _ in range(ceiling)])
     par = _timed(lambda: [p.wait() for p in [subprocess.Popen(
-        ["/bin/sh", "-c", " && ".join([f"{sys.executable} -m cr {' '.join(command)} >/dev/null 2>&1 || true"] * 2)],
+        ["/bin/sh", "-c", " && ".join([f"{sys.executable} -m cr {' '.join(command)} >/dev/null 2>&1 || true"] * (ceiling // 2))],
         env=env) for _ in range(2)]])
     one, two = _median(walls[1]), _median(walls[2])
     # the share of the workers' time not spent in a job's own run: dispatch, set-up, waiting
@@ -257,7 +257,7 @@ def scaling(base: Path, env: dict, jobs: int, rounds: int, row: str = "scaling")
     own = {n: _median([(w - o) / jobs for w, o in zip(walls[n], outside[n])]) for n in (1, 2)}
     load = os.getloadavg()[0]
     print(f"{row} ({words} jobs): {jobs} jobs on 1 worker {one:.2f} s, on 2 workers {two:.2f} s: {one / two:.2f}x "
-          f"(target >= 1.7x; medians of {rounds} interleaved runs); the machine's own ceiling: 4 `cr {command[0]}` as 2 "
+          f"(target >= 1.7x; medians of {rounds} interleaved runs); the machine's own ceiling: {ceiling} `cr {command[0]}` as 2 "
           f"processes at once vs one after another: {seq / par:.2f}x; workers' time outside the jobs' runs: "
           f"{idle[1]:.0%} on 1 worker, {idle[2]:.0%} on 2; a job's own run {own[1]:.2f} s on 1 worker, {own[2]:.2f} s on 2; load average {load:.1f} on {os.cpu_count()} cores")
 
@@ -273,6 +273,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved runs of the scaling row")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows, of {', '.join(ROWS)}")
     ap.add_argument("--trace", action="store_true", help="real row: the top allocation sites held at the end")
+    ap.add_argument("--ceiling", type=int, default=4, help="scaling rows: commands (even) of the machine's 2-process ceiling")
     args = ap.parse_args()
     rows = set(args.rows.split(","))
     with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
@@ -318,7 +319,7 @@ def main() -> None:
                 print("  held:", line)
         for row in SCALING:
             if row in rows:
-                scaling(base, env, args.jobs, args.rounds, row)
+                scaling(base, env, args.jobs, args.rounds, row, max(2, args.ceiling // 2 * 2))
 
 
 if __name__ == "__main__":

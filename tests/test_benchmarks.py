@@ -23,14 +23,14 @@ BENCH = ROOT / "benchmarks"
 # store-shaped result records). A JSON file written to {tmp}/out.json is parsed when named.
 TINY = {
     "bench_archive.py": ["--size-mb", "1", "--runs", "1", "--json", "{tmp}/out.json"],
-    "bench_campaign.py": ["--jobs", "2", "--tiny", "20", "--real", "20", "--rounds", "1"],
+    "bench_campaign.py": ["--jobs", "2", "--tiny", "20", "--real", "20", "--rounds", "1", "--ceiling", "2"],
     "bench_check.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "bench_compare_agree.py": ["--pairs", "4", "--real", "1", "--derived", "5"],
     "bench_conversions.py": ["--models", "lenet-digits", "--to", "onnx", "--json", "{tmp}/out.json"],
     "bench_dashboard.py": ["--sizes", "200", "--work", "{tmp}/work", "--json", "{tmp}/out.json"],
     "bench_emulation.py": ["{records}", "{emulated}", "--json", "{tmp}/out.json"],
     "bench_gate.py": ["--pairs", "2", "--queries", "100", "--rounds", "1", "--json", "{tmp}/out.json"],
-    "bench_image.py": ["--rounds", "1", "--seconds", "0.2", "--json", "{tmp}/out.json"],
+    "bench_image.py": ["--rounds", "1", "--seconds", "0.2", "--no-rebuild", "--json", "{tmp}/out.json"],
     "bench_harness.py": ["--queries", "2000", "--warmup", "10", "--runs", "1"],
     "bench_hints.py": ["--runs", "1", "--json", "{tmp}/out.json"],
     "bench_init.py": ["--runs", "1"],

@@ -50,7 +50,11 @@ def test_bundle_holds_the_side_files_bytes_thinned_as_the_cli_thins(site):
     entries = _entries(out)
     for uid, lat in values.items():
         raw, record = entries[uid]["raw"], entries[uid]["record"]
-        kept = array("q", base64.b64decode(raw["samples_b64"])).tolist()  # little-endian int64 (this host too)
+        blob = base64.b64decode(raw["samples_b64"])  # little-endian (this host too)
+        # uint32 when every value kept fits one (half the bytes), else int64
+        small = all(0 <= v < 2**32 for v in thin(lat))
+        assert raw.get("samples_width") == (4 if small else None)
+        kept = array("I" if small else "q", blob).tolist()
         assert kept == thin(lat) and raw["count"] == len(lat) and raw["step"] == (1 if len(lat) <= 2048 else 3)
         assert raw["source"] == "file" and raw["problem"] == "" and "samples_ns" not in raw
         assert "raw" not in record and record["uid"] == uid and record["metrics"]["latency_ns"]["count"] == len(lat)

@@ -77,16 +77,21 @@
   }
 
   // Latencies from a side file travel as base64 of little-endian int64 ("samples_b64": the
-  // builder copies the file's bytes rather than writing numbers as text); the views read
+  // builder copies the file's bytes rather than writing numbers as text), or of their low
+  // halves as uint32 when every value fits ("samples_width": 4); the views read
   // "samples_ns", the numbers. Every latency is far below 2**53, so Number() is exact.
   function withSamples(raw) {
     if (!raw || typeof raw !== "object" || typeof raw.samples_b64 !== "string") return raw;
     var bin = atob(raw.samples_b64), bytes = new Uint8Array(bin.length), values = [];
     for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    var view = new DataView(bytes.buffer);
-    for (var j = 0; j + 8 <= bytes.length; j += 8) values.push(Number(view.getBigInt64(j, true)));
+    var view = new DataView(bytes.buffer), j;
+    if (raw.samples_width === 4) {
+      for (j = 0; j + 4 <= bytes.length; j += 4) values.push(view.getUint32(j, true));
+    } else {
+      for (j = 0; j + 8 <= bytes.length; j += 8) values.push(Number(view.getBigInt64(j, true)));
+    }
     var out = {};
-    Object.keys(raw).forEach(function (k) { if (k !== "samples_b64") out[k] = raw[k]; });
+    Object.keys(raw).forEach(function (k) { if (k !== "samples_b64" && k !== "samples_width") out[k] = raw[k]; });
     out.samples_ns = values;
     return out;
   }
