@@ -501,7 +501,7 @@ def test_a_time_limit_shorter_than_a_measured_job_is_refused(cluster):
 def _elapsed(job_id: str) -> float:
     """Seconds Slurm says job_id has run (squeue's %M: M:SS, H:MM:SS or D-HH:MM:SS); 0 when not listed."""
     out = subprocess.run(["squeue", "--noheader", "--format=%M", f"--jobs={job_id}"], capture_output=True, text=True).stdout.strip()
-    return slurm.seconds(out) or 0.0 if out and out != "INVALID" else 0.0
+    return (slurm.seconds(out) or 0.0) if out and out != "INVALID" else 0.0
 
 
 @pytest.mark.slow
