@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import sqlite3
+import time
 
 from .events import reporter
 
@@ -57,7 +59,7 @@ def connect(path, version: str, schema: str, key: str = "format", synchronous: s
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         if stored_version(db, key) != version:
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
+                _into_wal(db)
             db.execute("BEGIN IMMEDIATE")
             try:
                 if stored_version(db, key) != version:
@@ -80,6 +82,31 @@ def connect(path, version: str, schema: str, key: str = "format", synchronous: s
         db.close()
         raise
     return db
+
+
+def _into_wal(db: sqlite3.Connection) -> None:
+    """Switch db to WAL mode, waiting out other processes for up to BUSY_TIMEOUT_S.
+
+    SQLite answers a journal-mode change that meets another connection's write lock with
+    "database is locked" at once, without calling its busy handler: processes creating the
+    same cache together (eight `cr` commands adding results to a fresh store) failed so."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause * (0.5 + random.random()))  # jittered, so the waiters do not retry in step
+        pause = min(pause * 2, 0.05)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether exc is SQLite's "database is locked" (SQLITE_BUSY and its extended codes)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
 
 
 def discard(path, what: str, exc: BaseException) -> None:

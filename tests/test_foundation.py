@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import threading
 import stat
 import subprocess
 import sys
@@ -340,6 +341,47 @@ def test_a_cache_of_another_version_is_emptied_and_re_created(tmp_path):
     assert tables == {"info", "items"}  # a table the new version does not declare is dropped
     assert sqlcache.stored_version(db) == "2"
     db.close()
+
+
+def test_connect_waits_out_a_writer_instead_of_failing_at_the_switch_to_wal(tmp_path):
+    """SQLite refuses a journal-mode change at once (no busy handler) while another connection
+    holds a write lock: connect must wait for it like any other lock (eight processes
+    creating a fresh results store together lost all but one to this)."""
+    path = tmp_path / "cache.sqlite"
+    holder = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE x (a)")
+    holder.execute("BEGIN IMMEDIATE")  # a writer in rollback mode (an older cache, or a race)
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        db = sqlcache.connect(path, "1", SCHEMA)
+    finally:
+        release.join()
+        holder.close()
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert sqlcache.stored_version(db) == "1"
+    db.close()
+
+
+def test_many_connections_creating_one_cache_at_once_all_succeed(tmp_path):
+    failures = []
+    for round_ in range(40):
+        path = tmp_path / f"cache{round_}.sqlite"
+        barrier = threading.Barrier(8)
+
+        def connect():
+            barrier.wait()
+            try:
+                sqlcache.connect(path, "1", SCHEMA).close()
+            except sqlite3.OperationalError as exc:
+                failures.append(str(exc))
+
+        threads = [threading.Thread(target=connect) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failures == []
 
 
 def test_a_locked_database_is_not_damage_and_is_never_deleted(tmp_path):

@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import secrets
+import sqlite3
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import cr.api as api
-from cr.errors import Conflict, InvalidRef, NotFound, RepoError
+from cr import sqlcache
+from cr.errors import Conflict, InvalidRef, NotFound, RepoError, StoreError
 from cr.events import CollectingReporter, set_reporter
 from cr.store import registry
 from cr.store.index import INDEX_FILE, Index
@@ -808,6 +810,28 @@ def test_damaged_index_is_rebuilt(damage, cr_home, collect):
     collect.warnings.clear()
     assert len(api.find("model", tags=["t"])) == 20
     assert collect.warnings == []  # rebuilt once, fine from then on
+
+
+def test_a_locked_index_is_reported_and_never_deleted(cr_home, collect, monkeypatch, run_cr):
+    """A lock held past the busy timeout is another process's doing, not damage: the index
+    stays (its rows and every process using it), the command fails with one clear line."""
+    api.new("model", "kept", tags=["t"])
+    assert names(api.find("model", tags=["t"])) == ["kept"]
+    index_file = cr_home / INDEX_FILE
+    holder = sqlite3.connect(str(index_file), isolation_level=None)
+    holder.execute("UPDATE info SET value = 'older' WHERE key = 'fingerprint'")  # opening must re-create it...
+    holder.execute("BEGIN IMMEDIATE")  # ...and another process holds the write lock
+    inode = index_file.stat().st_ino
+    monkeypatch.setattr(sqlcache, "BUSY_TIMEOUT_S", 0.2)
+    collect.warnings.clear()
+    with pytest.raises(StoreError) as raised:
+        api.find("model", tags=["t"])
+    assert "database is locked" in str(raised.value) and "another cr process" in raised.value.hint
+    assert collect.warnings == [] and index_file.stat().st_ino == inode
+    assert holder.execute("SELECT name FROM entries WHERE name = 'kept'").fetchall() == [("kept",)]
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert names(api.find("model", tags=["t"])) == ["kept"]
 
 
 def test_damage_anywhere_in_the_index_is_rebuilt(cr_home, collect):

@@ -257,7 +257,9 @@ class Index:
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
-            if not self.path.exists():
+            # only damage is rebuilt: a locked or unreadable index is another process's
+            # or the file system's doing, and deleting it would pull it from under them
+            if not sqlcache.damaged(exc) or not self.path.exists():
                 raise self._unwritable(exc) from None
             return self._rebuild(exc)
 
@@ -267,10 +269,11 @@ class Index:
         return self._connect()
 
     def _unwritable(self, exc: Exception) -> StoreError:
-        return StoreError(
-            f"cannot open the search index {self.path} ({exc})",
-            hint="CR_HOME must be a writable directory: set CR_HOME, e.g. export CR_HOME=~/.reefkit",
-        )
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            hint = f"another cr process held the index for over {sqlcache.BUSY_TIMEOUT_S} s; run the command again"
+        else:
+            hint = "CR_HOME must be a writable directory: set CR_HOME, e.g. export CR_HOME=~/.reefkit"
+        return StoreError(f"cannot open the search index {self.path} ({exc})", hint=hint)
 
     def _connect(self) -> sqlite3.Connection:
         try:
