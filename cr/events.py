@@ -15,8 +15,9 @@ class Reporter:
     def info(self, message: str) -> None:
         """A step worth telling a user about (cloning, indexing)."""
 
-    def progress(self, task: str, done: int, total: int | None) -> None:
-        """Progress of long work; total is None when unknown."""
+    def progress(self, task: str, done: int, total: int | None, unit: str = "B") -> None:
+        """Progress of long work; total is None when unknown. unit: what done and total
+        count, "B" for bytes (shown in MB), else a plural noun ("results", "trials")."""
 
     def phase(self, task: str, name: str | None, detail: str = "", expect_s: float | None = None,
               max_s: float | None = None) -> None:
@@ -94,8 +95,8 @@ class _WithoutInfo(Reporter):
     def warning(self, message: str) -> None:
         self.inner.warning(message)
 
-    def progress(self, task: str, done: int, total: int | None) -> None:
-        self.inner.progress(task, done, total)
+    def progress(self, task: str, done: int, total: int | None, unit: str = "B") -> None:
+        self.inner.progress(task, done, total, unit)
 
     def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
         self.inner.phase(task, name, detail, expect_s, max_s)

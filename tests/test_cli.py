@@ -733,3 +733,21 @@ def test_download_progress_is_one_rewritten_line_on_a_terminal_and_silent_in_a_p
                             "\rdownload model.onnx: 10.0 / 10.0 MB (100%)\x1b[K\n")
         else:
             assert text == ""
+
+
+def test_progress_of_counted_work_names_its_unit_not_megabytes(monkeypatch):
+    import io
+
+    from cr.cli.main import CLIReporter
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    reporter = CLIReporter()
+    reporter.progress("grid lenet", 3, 12, "settings")
+    reporter.progress("reading results", 1_500, 1_500, "results")
+    assert stream.getvalue() == ("\rgrid lenet: 3 / 12 settings (25%)\x1b[K"
+                                 "\rreading results: 1,500 / 1,500 results (100%)\x1b[K\n")

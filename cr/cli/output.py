@@ -148,7 +148,7 @@ class CLIReporter(Reporter):
     _progress_task: str | None = None
     _progress_at = 0.0
 
-    def progress(self, task: str, done: int, total: int | None) -> None:
+    def progress(self, task: str, done: int, total: int | None, unit: str = "B") -> None:
         if self.quiet or not total or not sys.stderr.isatty():
             return
         import time
@@ -158,7 +158,10 @@ class CLIReporter(Reporter):
         if not finished and task == self._progress_task and now - self._progress_at < 0.1:
             return
         self._progress_task, self._progress_at = task, now
-        line = f"{task}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({100 * done / total:.0f}%)"
+        if unit == "B":
+            line = f"{task}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({100 * done / total:.0f}%)"
+        else:
+            line = f"{task}: {done:,} / {total:,} {unit} ({100 * done / total:.0f}%)"
         echo("\r" + line + "\x1b[K", err=True, nl=False)
         if finished:
             echo("", err=True)

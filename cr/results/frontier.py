@@ -94,7 +94,7 @@ def points(store, objectives: list, **filters) -> tuple[list[dict], int]:
             entry = chosen.setdefault(key, {"row": r, "runs": 0, "record": record})
             entry["runs"] += 1
             done += 1
-            reporter().progress("reading results", done, len(benchmarks))
+            reporter().progress("reading results", done, len(benchmarks), "results")
         for entry in chosen.values():
             r = entry["row"]
             match = validations.get(_stack(r))

@@ -48,7 +48,7 @@ def run_ab(ref_a: str, ref_b: str, rounds: int, params: dict | None = None, scen
     done = {"A": ([], []), "B": ([], [])}
     for i in range(rounds):
         for name, (ref, lock) in sides.items():
-            reporter().progress("gate A/B rounds", 2 * i + (name == "B"), 2 * rounds)
+            reporter().progress("gate A/B rounds", 2 * i + (name == "B"), 2 * rounds, "runs")
             record = benchmark(ref, params=chosen[name], lock=lock, store=store)
             if record.get("status") != "ok":
                 error = record.get("error") or {}
@@ -56,7 +56,7 @@ def run_ab(ref_a: str, ref_b: str, rounds: int, params: dict | None = None, scen
                                 hint=error.get("hint") or "cr results show UID says more")
             done[name][0].append(record)
             done[name][1].append((record.get("raw") or {}).get("latencies_ns"))
-    reporter().progress("gate A/B rounds", 2 * rounds, 2 * rounds)
+    reporter().progress("gate A/B rounds", 2 * rounds, 2 * rounds, "runs")
     out = []
     for name, (ref, lock) in sides.items():
         records, lats = done[name]

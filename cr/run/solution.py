@@ -331,9 +331,9 @@ class _Told(Reporter):
         self.told = True
         self.inner.info(message)
 
-    def progress(self, task: str, done: int, total: int | None) -> None:
+    def progress(self, task: str, done: int, total: int | None, unit: str = "B") -> None:
         self.told = True
-        self.inner.progress(task, done, total)
+        self.inner.progress(task, done, total, unit)
 
     def phase(self, task, name, detail="", expect_s=None, max_s=None) -> None:
         self.inner.phase(task, name, detail, expect_s, max_s)  # a step, not something said to the user

@@ -333,7 +333,7 @@ def search(study: Study, runner, budget: int, seed: int = 0, defer: bool = False
             dead[config.stack.key] = frozen
         spent += _charged(frozen)
         ran += 1
-        reporter().progress(f"tune {study.name}", spent, budget)
+        reporter().progress(f"tune {study.name}", spent, budget, "trials")
     return {"ran_now": ran, "charged": spent, "measured": len(measured), "of": len(allowed)}
 
 
@@ -360,7 +360,7 @@ def run_grid(study: Study, runner) -> dict:
         measured[config.key] = trial
         if outcome.stack_failed:
             dead[config.stack.key] = trial
-        reporter().progress(f"grid {study.name}", len(measured), len(configs))
+        reporter().progress(f"grid {study.name}", len(measured), len(configs), "settings")
     return {"measured": len(measured), "of": len(configs)}
 
 
