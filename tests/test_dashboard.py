@@ -199,6 +199,28 @@ def test_an_integer_beyond_64_bits_is_read_as_the_browser_reads_it():
     assert record["n"] == 18446744073709551615 and type(record["n"]) is int
 
 
+def _detail_record(record_file) -> dict:
+    record, text, samples = records.load(str(record_file))
+    js = records.detail_js(record, text, samples, str(record_file), record_file.name, "0000:x")
+    body = js.decode("utf-8").partition("]=")[2].rstrip().rstrip(";")
+    return json.loads(body)["record"]
+
+
+def test_detail_files_hold_the_record_compact_or_its_own_text_when_orjson_cannot_write_it(tmp_path):
+    plain = {"format": 1, "action": "validate", "uid": "e000000000000002", "note": "caf\u00e9 </script> \u2028", "n": 18446744073709551615,
+             "x": 0.1 + 0.2, "raw": {"latencies_ns": [5, 6, 7]}}
+    (tmp_path / "plain.json").write_text(json.dumps(plain, indent=2), encoding="utf-8")
+    written = records.detail_js(*records.load(str(tmp_path / "plain.json")), str(tmp_path / "plain.json"), "plain.json",
+                                "0000:x")
+    assert b"\n  " not in written and b"</script" not in written and "\u2028".encode() not in written  # compact, escaped
+    assert _detail_record(tmp_path / "plain.json") == {k: v for k, v in plain.items() if k != "raw"}
+    # a lone surrogate escape: orjson refuses the text and cannot write the str; the text goes, exactly
+    odd = '{\n  "format": 1,\n  "action": "validate",\n  "uid": "e000000000000003",\n  "s": "\\ud800",\n  "big": 123456789012345678901234567890\n}'
+    (tmp_path / "odd.json").write_text(odd, encoding="utf-8")
+    got = _detail_record(tmp_path / "odd.json")
+    assert got["s"] == "\ud800" and got["big"] == 123456789012345678901234567890
+
+
 def test_raw_samples_from_a_side_file_are_thinned(tmp_path):
     from array import array
 

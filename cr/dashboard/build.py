@@ -44,8 +44,9 @@ from . import records
 from .leaderboard import Leaderboard
 
 # Bump when records.py writes different detail files or summaries: what older builds left is then redone.
-CACHE_FORMAT = 6  # 3: rows carry their configuration and dataset; 4: and detection AP; 5: and the tasks' metrics;
-# 6: sealed states (records.seal_state) keyed by inode too, and the marker's fingerprints of inputs and outputs
+CACHE_FORMAT = 7  # 3: rows carry their configuration and dataset; 4: and detection AP; 5: and the tasks' metrics;
+# 6: sealed states (records.seal_state) keyed by inode too, and the marker's fingerprints of inputs and outputs;
+# 7: detail files hold compact records and side-file samples as byte planes ("samples_planes")
 CACHE_FILE = ".cr-dashboard.json"  # marks a folder as a dashboard cr built, and what it copied there
 STATE_DIR = ".cr-dashboard"  # <bundle>.json: the files of each bundle at the last build
 LOCK_FILE = "build.lock"  # in STATE_DIR: held by the build writing into the folder

@@ -76,22 +76,29 @@
     });
   }
 
-  // Latencies from a side file travel as base64 of little-endian int64 ("samples_b64": the
-  // builder copies the file's bytes rather than writing numbers as text), or of their low
-  // halves as uint32 when every value fits ("samples_width": 4); the views read
-  // "samples_ns", the numbers. Every latency is far below 2**53, so Number() is exact.
+  // Latencies from a side file travel as base64 of their bytes ("samples_b64": the builder
+  // copies the file's bytes rather than writing numbers as text): of each value's k low
+  // bytes as k planes when every value fits them ("samples_planes": k <= 4; plane b holds
+  // byte b of every value), else of little-endian int64s. The views read "samples_ns", the
+  // numbers. Every latency is far below 2**53, so Number() is exact.
   function withSamples(raw) {
     if (!raw || typeof raw !== "object" || typeof raw.samples_b64 !== "string") return raw;
-    var bin = atob(raw.samples_b64), bytes = new Uint8Array(bin.length), values = [];
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    var view = new DataView(bytes.buffer), j;
-    if (raw.samples_width === 4) {
-      for (j = 0; j + 4 <= bytes.length; j += 4) values.push(view.getUint32(j, true));
-    } else {
+    var bin = atob(raw.samples_b64), bytes = new Uint8Array(bin.length), values = [], i, j;
+    for (i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var planes = raw.samples_planes;
+    if (planes >= 1 && planes <= 4 && bytes.length % planes === 0) {
+      var n = bytes.length / planes;
+      for (j = 0; j < n; j++) {
+        var v = 0;
+        for (i = planes - 1; i >= 0; i--) v = v * 256 + bytes[i * n + j];
+        values.push(v);
+      }
+    } else if (planes === undefined) {
+      var view = new DataView(bytes.buffer);
       for (j = 0; j + 8 <= bytes.length; j += 8) values.push(Number(view.getBigInt64(j, true)));
     }
     var out = {};
-    Object.keys(raw).forEach(function (k) { if (k !== "samples_b64" && k !== "samples_width") out[k] = raw[k]; });
+    Object.keys(raw).forEach(function (k) { if (k !== "samples_b64" && k !== "samples_planes") out[k] = raw[k]; });
     out.samples_ns = values;
     return out;
   }
