@@ -98,6 +98,29 @@ def test_rebuild_after_add_change_remove_equals_a_clean_build(store, tmp_path):
     assert removed.stem not in (out / "data" / "runs.js").read_text(encoding="utf-8")
 
 
+def test_a_first_build_lists_without_stats_and_a_listing_without_stats_is_never_compared(store, tmp_path, monkeypatch):
+    import importlib
+
+    builder = importlib.import_module("cr.dashboard.build")
+    scan, listings = builder._scan, []
+
+    def recording(results, skip_dir, stats=True):
+        listings.append(stats)
+        return scan(results, skip_dir, stats)
+
+    monkeypatch.setattr(builder, "_scan", recording)
+    out = tmp_path / "site"
+    assert build(store, out).processed == 60 and listings == [False]  # nothing built there: the workers stat
+    assert build(store, out).workers == 0 and listings == [False, True]  # their stats are the next listing's
+    # a listing without stats (a build finished between it and the lock) is not compared with that build's state
+    monkeypatch.setattr(builder, "_scan", lambda results, skip_dir, stats=True: scan(results, skip_dir, False))
+    info = build(store, out)
+    assert info.processed == 60 and info.results == 60
+    assert _site(out) == _clean(store, tmp_path)
+    monkeypatch.setattr(builder, "_scan", scan)
+    assert build(store, out).workers == 0
+
+
 def test_rebuild_with_nothing_changed_reads_and_writes_nothing(store, tmp_path):
     out = tmp_path / "site"
     build(store, out)

@@ -35,6 +35,7 @@ import sys
 import time
 import zlib
 from dataclasses import asdict, dataclass
+from operator import itemgetter
 from pathlib import Path
 
 from ..errors import CRError
@@ -101,12 +102,15 @@ def _build(results, out_dir, workers: int | None, incremental: bool) -> BuildInf
     started = time.perf_counter()
     out = Path(out_dir).expanduser().absolute()
     _check_out_dir(out)
-    found = _scan(results, skip_dir=out)  # before anything is written: a bad --results leaves out untouched
+    # Each file's size, mtime and inode tell a rebuild what it can keep; a first build
+    # (nothing built in out) reads everything anyway, and its workers stat the files
+    # (100,000 stats off the builder's serial path)
+    found = _scan(results, skip_dir=out, stats=incremental and (out / CACHE_FILE).exists())  # a bad --results leaves out untouched
     phases = {"scan": time.perf_counter() - started}
     lock = _claim(out)
     try:
         if lock.waited:  # what was added while the other build ran is part of this one
-            found = _scan(results, skip_dir=out)
+            found = _scan(results, skip_dir=out, stats=incremental)
         phases["wait"] = time.perf_counter() - started - sum(phases.values())
         return _build_locked(out, found, workers, incremental, lock, started, phases)
     finally:
@@ -121,14 +125,18 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
     results_dir, state_dir = out / "data" / "results", out / STATE_DIR
     key = _cache_key()
     previous = _load_meta(out, key)
-    if previous.get("complete") is not True:
-        incremental = False  # the last build into out was killed, failed or cannot be verified: its state is not trusted
+    stated = all(item[2] is not None for item in found)
+    if previous.get("complete") is not True or not stated:
+        # the last build into out was killed, failed or cannot be verified: its state is not
+        # trusted; or the listing has no stats to compare with it (a build finished between
+        # the listing and the lock)
+        incremental = False
     count = _bundle_count(len(found))
     # The record files as listed (path, name, mtime_ns, size, inode), this cr and its
     # format: when they are what the last complete build read, it warned about nothing,
     # and the data files are as it left them, that output is this build's byte for byte
     # (a build is deterministic): nothing is read or written but the static files' check.
-    inputs = _fingerprint([__version__, CACHE_FORMAT, _code(), count, found])
+    inputs = _fingerprint([__version__, CACHE_FORMAT, _code(), count, found]) if stated else None
     if incremental and previous.get("inputs") == inputs and previous.get("warnings") == 0 \
             and previous.get("outputs") == _outputs(out):
         static = _copy_sources(out, previous.get("static") or [])
@@ -183,9 +191,8 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
         for bundle in sorted(by_bundle):
             items = by_bundle[bundle]
             if bundle in dirty:
-                outcomes = next(read)
-                for (path, _name, mtime_ns, size, inode), (summary, why) in zip(items, outcomes):
-                    entries[path] = [mtime_ns, size, summary, why, inode]
+                for item, entry in zip(items, next(read)):
+                    entries[item[0]] = entry
             for item in items:
                 path = item[0]
                 summary, why = entries[path][2], entries[path][3]
@@ -219,6 +226,9 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
     _write_if_changed(out / "data" / "index.js", _script("CR_DATA_INDEX", index))
     _write_if_changed(out / "data" / "runs.js", _script("CR_DATA_RUNS", runs))
     static = _copy_sources(out, previous.get("static") or [])
+    if inputs is None:  # the listing as the next build's will be, with the stats the workers took
+        inputs = _fingerprint([__version__, CACHE_FORMAT, _code(), count,
+                               [(path, name, *itemgetter(0, 1, 4)(entries[path])) for path, name, *_ in found]])
     done = {"inputs": inputs, "outputs": _outputs(out), "warnings": warnings, "results": shown,
             "rows": len(index["rows"]), "detail_files": len(live)}
     _write_if_changed(out / CACHE_FILE, _marker(key, True, count, static, done))  # last: everything before it is written
@@ -484,8 +494,9 @@ def _check_out_dir(out: Path) -> None:
         )
 
 
-def _scan(results, skip_dir: Path) -> list[tuple[str, str, int, int, int]]:
-    """(path, name shown on the site, mtime_ns, size, inode) of every candidate record file, sorted by path."""
+def _scan(results, skip_dir: Path, stats: bool = True) -> list[tuple[str, str, int | None, int | None, int | None]]:
+    """(path, name shown on the site, mtime_ns, size, inode) of every candidate record file,
+    sorted by path; without stats, the files found in folders have None for the last three."""
     roots = results if isinstance(results, (list, tuple)) else [results]
     found: dict[str, tuple] = {}
     for root in roots:
@@ -494,13 +505,13 @@ def _scan(results, skip_dir: Path) -> list[tuple[str, str, int, int, int]]:
             st = root.stat()
             found[str(root)] = (str(root), root.name, st.st_mtime_ns, st.st_size, st.st_ino)
         elif root.is_dir():
-            _walk(str(root), len(os.path.join(str(root), "")), str(skip_dir), found)
+            _walk(str(root), len(os.path.join(str(root), "")), str(skip_dir), found, stats)
         else:
             raise CRError(f"results path {root} does not exist", hint="pass a directory of result JSON files with --results")
     return [found[p] for p in sorted(found)]
 
 
-def _walk(folder: str, prefix: int, skip_dir: str, found: dict) -> None:
+def _walk(folder: str, prefix: int, skip_dir: str, found: dict, stats: bool) -> None:
     try:
         entries = list(os.scandir(folder))
     except OSError as exc:
@@ -512,10 +523,14 @@ def _walk(folder: str, prefix: int, skip_dir: str, found: dict) -> None:
         if entry.is_dir(follow_symlinks=False):
             if entry.name.endswith(".loadgen") or entry.path == skip_dir:
                 continue  # MLPerf LoadGen logs beside a record; the dashboard itself
-            _walk(entry.path, prefix, skip_dir, found)
-        elif entry.name.endswith(".json") and entry.is_file():
-            st = entry.stat()
-            found[entry.path] = (entry.path, entry.path[prefix:].replace(os.sep, "/"), st.st_mtime_ns, st.st_size, st.st_ino)
+            _walk(entry.path, prefix, skip_dir, found, stats)
+        elif entry.name.endswith(".json") and entry.is_file():  # d_type: no stat but for a symlink
+            if stats:
+                st = entry.stat()
+                found[entry.path] = (entry.path, entry.path[prefix:].replace(os.sep, "/"), st.st_mtime_ns, st.st_size,
+                                     st.st_ino)
+            else:
+                found[entry.path] = (entry.path, entry.path[prefix:].replace(os.sep, "/"), None, None, None)
 
 
 def _workers(asked: int | None, files: int) -> int:
@@ -534,8 +549,16 @@ def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: in
     """records.write_bundle for each (bundle, items) job; yields each bundle's outcomes in
     job order, as soon as they are there. In worker processes when asked; lock_fd: the
     build's lock, which forked workers must not keep."""
-    # progress in bytes of record files read (the CLI shows MB)
-    progress, total, done = reporter().progress, sum(i[3] for _, items in jobs for i in items), 0
+    # progress in bytes of record files read (the CLI shows MB); in files where the listing
+    # did not stat them
+    progress, done = reporter().progress, 0
+    sized = all(i[3] is not None for _, items in jobs for i in items)
+    unit = "B" if sized else "files"
+
+    def amount(task: list) -> int:
+        return sum(i[3] if sized else 1 for _, items in task for i in items)
+
+    total = amount(jobs)
     tasks, task = [], []
     for job in jobs:  # whole bundles per task, about JOB_FILES files each
         task.append(job)
@@ -547,15 +570,15 @@ def _run(jobs: list, results_dir: str, state_dir: str, workers: int, lock_fd: in
     if workers <= 1 or len(tasks) < 2:
         for task in tasks:
             yield from records.write_bundles(task, results_dir, state_dir, key)
-            done += sum(i[3] for _, items in task for i in items)
-            progress("reading results", done, total)
+            done += amount(task)
+            progress("reading results", done, total, unit)
         return
     pooled = _in_workers(tasks, results_dir, state_dir, workers, lock_fd, key)
     try:
         for task, outcomes in zip(tasks, pooled):
             yield from outcomes
-            done += sum(i[3] for _, items in task for i in items)
-            progress("reading results", done, total)
+            done += amount(task)
+            progress("reading results", done, total, unit)
     finally:
         pooled.close()  # when this generator is closed early: stops the workers now
 

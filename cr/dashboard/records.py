@@ -798,28 +798,36 @@ def _reencode(record: dict) -> bytes:
         return js_literal(json.loads(json.dumps(record), parse_constant=lambda _: None)).encode("ascii")
 
 
-def write_bundle(bundle: str, items: list[tuple[str, str, int, int, int]], results_dir: str, state_dir: str,
-                 key: bytes) -> list[tuple[list | None, str]]:
+def write_bundle(bundle: str, items: list[tuple[str, str, int | None, int | None, int | None]], results_dir: str,
+                 state_dir: str, key: bytes) -> list[list]:
     """Summarise the record files of one bundle, write its detail file results_dir/<bundle>.js
     and what the next build needs to know about them, state_dir/<bundle>.json (seal_state).
 
-    items are (path, name shown, mtime_ns, size, inode) in path order; returns (summary, "")
-    or (None, why skipped) for each. Records are stored under "<bundle>:<uid>"; of two
-    records with the same uid in a bundle only the first is written (the builder warns
-    about the other). key: the build's cache key (seal_state).
+    items are (path, name shown, mtime_ns, size, inode) in path order, the last three None
+    where the listing did not stat the file (a first build: it is stat'ed here); returns
+    [mtime_ns, size, summary, "", inode] or [mtime_ns, size, None, why skipped, inode] for
+    each. Records are stored under "<bundle>:<uid>"; of two records with the same uid in a
+    bundle only the first is written (the builder warns about the other). key: the
+    build's cache key (seal_state).
     """
     out, parts, seen, files = [], [], set(), {}
     for path, name, mtime_ns, size, inode in items:
         try:
+            if size is None:
+                try:
+                    st = os.stat(path)
+                except OSError as exc:
+                    raise Skip(f"cannot read it ({exc.strerror or exc})") from None
+                mtime_ns, size, inode = st.st_mtime_ns, st.st_size, st.st_ino
             record, text, samples = load(path, size)
         except Skip as exc:
-            out.append((None, str(exc)))
-            files[path] = [mtime_ns, size, None, str(exc), inode]
+            files[path] = entry = [mtime_ns, size, None, str(exc), inode]
+            out.append(entry)
             continue
         summary = summarise(record, study_latencies(record, samples, path))
         summary[F["loc"]] = bundle
-        out.append((summary, ""))
-        files[path] = [mtime_ns, size, summary, "", inode]
+        files[path] = entry = [mtime_ns, size, summary, "", inode]
+        out.append(entry)
         if record["uid"] not in seen:
             seen.add(record["uid"])
             trace = copy_trace(record, path, os.path.dirname(results_dir))
@@ -921,7 +929,7 @@ def copy_trace(record: dict, record_path: str, data_dir: str) -> str | None:
     return rel
 
 
-def write_bundles(jobs: list, results_dir: str, state_dir: str, key: bytes) -> list[list[tuple[list | None, str]]]:
+def write_bundles(jobs: list, results_dir: str, state_dir: str, key: bytes) -> list[list[list]]:
     """write_bundle() for each (bundle, items): one task of the builder's worker pool."""
     import gc
 
