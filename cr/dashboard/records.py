@@ -755,8 +755,8 @@ def _side_file_js(raw: dict, record_path: str) -> bytes | None:
         if sys.byteorder != "little":
             values.byteswap()
         blob = values.tobytes()
-    planes = 8
-    while planes > 1 and not blob[planes - 1::8].strip(b"\0"):  # the high bytes that are zero in every value
+    planes, zero = 8, bytes(len(blob) // 8)
+    while planes > 1 and blob[planes - 1::8] == zero:  # the high bytes that are zero in every value
         planes -= 1
     if blob and planes <= 4:
         return b'{"count":%d,"source":"file","problem":"","step":%d,"samples_planes":%d,"samples_b64":"%s"}' % (
