@@ -6,6 +6,7 @@ Exit codes are a contract: 0 ok, 1 user error (one 'Error:' line + 'Hint:', no t
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -435,17 +436,18 @@ def test_plain_table_matches_the_rich_layout():
     assert plain_table(columns, [r[:2] + ([""] if r[2] == "-" else r[2:]) for r in cells]).splitlines() == rich_lines
 
 
+class _Terminal(io.StringIO):
+    """stderr as a terminal (isatty), keeping what is written."""
+
+    def isatty(self):
+        return True
+
+
 def test_terminal_table_keeps_every_identifier_column(monkeypatch):
     """On a narrow terminal the description is cut, never a column of identifiers."""
-    import io
-
     from cr.cli import output
 
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    out = Terminal()
+    out = _Terminal()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setenv("COLUMNS", "80")
     rows = [["dataset:digits@1.0.0", "builtin", "images,classification,digits,8x8", "UCI optical handwritten digits " * 3],
@@ -713,15 +715,9 @@ def test_unpacked_wheel_finds_its_builtin_components(wheel, tmp_path, cr_home):
 
 
 def test_download_progress_is_one_rewritten_line_on_a_terminal_and_silent_in_a_pipe(monkeypatch):
-    import io
-
     from cr.cli.main import CLIReporter
 
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    for stream, expect_output in ((Terminal(), True), (io.StringIO(), False)):
+    for stream, expect_output in ((_Terminal(), True), (io.StringIO(), False)):
         monkeypatch.setattr(sys, "stderr", stream)
         reporter = CLIReporter()
         reporter.progress("download model.onnx", 5_000_000, 10_000_000)
@@ -736,15 +732,9 @@ def test_download_progress_is_one_rewritten_line_on_a_terminal_and_silent_in_a_p
 
 
 def test_progress_of_counted_work_names_its_unit_not_megabytes(monkeypatch):
-    import io
-
     from cr.cli.main import CLIReporter
 
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    stream = Terminal()
+    stream = _Terminal()
     monkeypatch.setattr(sys, "stderr", stream)
     reporter = CLIReporter()
     reporter.progress("grid lenet", 3, 12, "settings")
