@@ -826,7 +826,7 @@ def test_a_locked_index_is_reported_and_never_deleted(cr_home, collect, monkeypa
     collect.warnings.clear()
     with pytest.raises(StoreError) as raised:
         api.find("model", tags=["t"])
-    assert "database is locked" in str(raised.value) and "another cr process" in raised.value.hint
+    assert "database is locked" in str(raised.value) and "another process held the index" in raised.value.hint
     assert collect.warnings == [] and index_file.stat().st_ino == inode
     assert holder.execute("SELECT name FROM entries WHERE name = 'kept'").fetchall() == [("kept",)]
     holder.execute("ROLLBACK")

@@ -259,9 +259,11 @@ class Index:
         except sqlite3.DatabaseError as exc:
             # only damage is rebuilt: a locked or unreadable index is another process's
             # or the file system's doing, and deleting it would pull it from under them
-            if not sqlcache.damaged(exc) or not self.path.exists():
-                raise self._unwritable(exc) from None
-            return self._rebuild(exc)
+            if sqlcache.damaged(exc) and self.path.exists():
+                return self._rebuild(exc)
+            if "disk is full" in str(exc):
+                raise  # a state of the disk: the CLI words it (cr.cli.output)
+            raise self._unwritable(exc) from None
 
     def _rebuild(self, exc: Exception) -> sqlite3.Connection:
         """The index is a cache: a damaged one is deleted and built again from the repositories."""
@@ -270,7 +272,7 @@ class Index:
 
     def _unwritable(self, exc: Exception) -> StoreError:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            hint = f"another cr process held the index for over {sqlcache.BUSY_TIMEOUT_S} s; run the command again"
+            hint = f"another process held the index for over {sqlcache.BUSY_TIMEOUT_S} s; run the command again when it is done"
         else:
             hint = "CR_HOME must be a writable directory: set CR_HOME, e.g. export CR_HOME=~/.reefkit"
         return StoreError(f"cannot open the search index {self.path} ({exc})", hint=hint)
