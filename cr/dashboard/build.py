@@ -227,8 +227,10 @@ def _build_locked(out: Path, found: list, workers: int | None, incremental: bool
     _write_if_changed(out / "data" / "runs.js", _script("CR_DATA_RUNS", runs))
     static = _copy_sources(out, previous.get("static") or [])
     if inputs is None:  # the listing as the next build's will be, with the stats the workers took
+        stats = list(map(entries.__getitem__, map(itemgetter(0), found)))  # (map and zip: C loops, not a comprehension)
         inputs = _fingerprint([__version__, CACHE_FORMAT, _code(), count,
-                               [(path, name, *itemgetter(0, 1, 4)(entries[path])) for path, name, *_ in found]])
+                               list(zip(map(itemgetter(0), found), map(itemgetter(1), found), map(itemgetter(0), stats),
+                                        map(itemgetter(1), stats), map(itemgetter(4), stats)))])
     done = {"inputs": inputs, "outputs": _outputs(out), "warnings": warnings, "results": shown,
             "rows": len(index["rows"]), "detail_files": len(live)}
     _write_if_changed(out / CACHE_FILE, _marker(key, True, count, static, done))  # last: everything before it is written
