@@ -626,7 +626,7 @@ def test_leaderboard_columns_follow_the_table_of_fields(tmp_path):
 def test_a_field_with_an_unknown_row_source_is_refused(monkeypatch):
     from cr.dashboard import leaderboard, records
 
-    bad = records.Field("speed", "number", lambda p: 1, row="fastest")
+    bad = records.Field("speed", "number", "1", row="fastest")
     monkeypatch.setattr(leaderboard, "TABLE", records.TABLE + (bad,))
     with pytest.raises(ValueError, match="'speed'.*'fastest'"):
         leaderboard._row_plan()

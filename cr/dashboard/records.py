@@ -13,7 +13,7 @@ fields, shrink the raw samples, append it to its detail file ``data/results/<bun
 A summary is a list in the order of FIELDS (lists, not dicts: 100,000 of them are kept
 in memory and in the state files of the build). FIELDS, the empty summary and the
 leaderboard's and run list's columns (cr.dashboard.leaderboard) all come from one table,
-TABLE: one Field per summary value, saying how it is computed from a record, what kind
+TABLE: one Field per summary value, saying how it is computed from a record (an expression), what kind
 of value it is and which leaderboard columns take it. Adding a figure to the site is one
 Field here (appended: the positions of older summaries stay) plus its use in the view.
 """
@@ -29,7 +29,7 @@ import re
 import stat
 import sys
 from array import array
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from ..fsutil import atomic_file
 from ..jsonio import MAX_DEPTH, InvalidJSON, check_depth
@@ -347,6 +347,10 @@ def _task(record: dict, components: list, validation: dict, metrics: dict) -> st
 class Field(NamedTuple):
     """One value of a record's summary, and so of the site's data files.
 
+    compute: a Python expression over p (the record's _Parts) and this module's names;
+    summarise() evaluates the fields' expressions in one list display, written out from
+    TABLE once at import (a lambda per field cost a call each: 55 calls, a fifth of
+    summarise's time at 100,000 records).
     kind: "text" (a string, stored once in the data's "strings" and referred to by
     position), "id" (a string stored as it is: uids, times, error messages), "number"
     (None when absent) or "list" (of texts). Its empty value follows from it.
@@ -359,7 +363,7 @@ class Field(NamedTuple):
     """
     name: str
     kind: str
-    compute: Callable[["_Parts"], object]
+    compute: str
     row: str | dict = ""
     runs: bool = False
 
@@ -520,85 +524,96 @@ def _query_samples(p: _Parts):
 # The summary's fields, in summary order. Append new ones at the end: the build's state files
 # keep summaries as lists, and an older one is padded with the empty values of the fields it lacks.
 TABLE = (
-    Field("uid", "id", lambda p: p.record["uid"], row={"bench_uid": "bench", "validate_uid": "validate", "other_uid": "other"},
+    Field("uid", "id", "p.record['uid']", row={"bench_uid": "bench", "validate_uid": "validate", "other_uid": "other"},
           runs=True),
-    Field("action", "text", lambda p: _str("benchmark (profiled)" if is_profiled(p.record) else p.record.get("action"), 40),
+    Field("action", "text", "_str('benchmark (profiled)' if is_profiled(p.record) else p.record.get('action'), 40)",
           row={"other_action": "other"}, runs=True),  # a profiled benchmark stays out of the leaderboard
-    Field("status", "text", lambda p: _str(p.record.get("status"), 40) or "unknown",
+    Field("status", "text", "_str(p.record.get('status'), 40) or 'unknown'",
           row={"bench_status": "bench", "validate_status": "validate"}, runs=True),
-    Field("time", "id", lambda p: _str(p.record.get("ended") or p.record.get("started"), 40), runs=True),
-    Field("subject", "text", lambda p: _str(p.subject.get("ref")) or "unknown", row="key"),
-    Field("kind", "text", lambda p: _str(p.subject.get("kind"), 40), row="some"),
-    Field("name", "text", lambda p: _str(p.subject.get("name")) or "unknown", row="some"),
-    Field("version", "text", lambda p: _str(p.subject.get("version"), 60), row="some"),
-    Field("backend", "text", lambda p: _str(p.backend.get("name") or p.config.get("backend"), 60) or "unknown", row="key"),
-    Field("backend_version", "text", lambda p: _str(p.info.get("version"), 60), row="bench validate"),
-    Field("variant", "text", lambda p: _str(p.pipeline.get("variant") or p.config.get("variant"), 80), row="key"),
-    Field("precision", "text", lambda p: _str(p.pipeline.get("precision"), 40), row="key"),
-    Field("platform", "text", lambda p: _str(p.platform.get("fingerprint"), 40) or "unknown", row="key"),
-    Field("platform_label", "text", lambda p: _platform_label(p.platform), row="label"),
-    Field("arch", "text", lambda p: _str(p.platform.get("arch"), 40), row="some"),
-    Field("scenario", "text", lambda p: p.scenario, row="bench", runs=True),
-    Field("task", "text", lambda p: _task(p.record, p.components, p.validation, p.metrics), row="task"),
-    Field("p50_ns", "number", lambda p: _latency(p, "p50"), row="bench", runs=True),
-    Field("p99_ns", "number", lambda p: _latency(p, "p99"), row="bench"),
-    Field("throughput", "number", lambda p: _num(_dict(p.metrics.get("throughput")).get("samples_per_s")), row="bench",
+    Field("time", "id", "_str(p.record.get('ended') or p.record.get('started'), 40)", runs=True),
+    Field("subject", "text", "_str(p.subject.get('ref')) or 'unknown'", row="key"),
+    Field("kind", "text", "_str(p.subject.get('kind'), 40)", row="some"),
+    Field("name", "text", "_str(p.subject.get('name')) or 'unknown'", row="some"),
+    Field("version", "text", "_str(p.subject.get('version'), 60)", row="some"),
+    Field("backend", "text", "_str(p.backend.get('name') or p.config.get('backend'), 60) or 'unknown'", row="key"),
+    Field("backend_version", "text", "_str(p.info.get('version'), 60)", row="bench validate"),
+    Field("variant", "text", "_str(p.pipeline.get('variant') or p.config.get('variant'), 80)", row="key"),
+    Field("precision", "text", "_str(p.pipeline.get('precision'), 40)", row="key"),
+    Field("platform", "text", "_str(p.platform.get('fingerprint'), 40) or 'unknown'", row="key"),
+    Field("platform_label", "text", "_platform_label(p.platform)", row="label"),
+    Field("arch", "text", "_str(p.platform.get('arch'), 40)", row="some"),
+    Field("scenario", "text", "p.scenario", row="bench", runs=True),
+    Field("task", "text", "_task(p.record, p.components, p.validation, p.metrics)", row="task"),
+    Field("p50_ns", "number", "_latency(p, 'p50')", row="bench", runs=True),
+    Field("p99_ns", "number", "_latency(p, 'p99')", row="bench"),
+    Field("throughput", "number", "_num(_dict(p.metrics.get('throughput')).get('samples_per_s'))", row="bench",
           runs=True),
-    Field("peak_rss", "number", lambda p: _num(p.metrics.get("peak_rss_bytes")), row="bench"),
-    Field("energy_j", "number", lambda p: _energy(p.metrics), row="bench"),
-    Field("top1", "number", lambda p: _num(p.validation.get("top1")), row="validate", runs=True),
-    Field("top5", "number", lambda p: _num(p.validation.get("top5")), row="validate"),
-    Field("outcome", "text", lambda p: _str(p.validation.get("outcome"), 40), row="validate", runs=True),
-    Field("validity", "text", lambda p: _str(p.metrics.get("validity"), 40), row="bench"),
-    Field("error", "id", lambda p: _str(_dict(p.record.get("error")).get("message"), 300), row="error", runs=True),
-    Field("tags", "list", lambda p: [_str(t, 100) for t in (p.record.get("tags") or [])[:20]], row="tags"),
-    Field("reproduction", "text", lambda p: _reproduction(p.record.get("reproduction")), row="bench validate"),
+    Field("peak_rss", "number", "_num(p.metrics.get('peak_rss_bytes'))", row="bench"),
+    Field("energy_j", "number", "_energy(p.metrics)", row="bench"),
+    Field("top1", "number", "_num(p.validation.get('top1'))", row="validate", runs=True),
+    Field("top5", "number", "_num(p.validation.get('top5'))", row="validate"),
+    Field("outcome", "text", "_str(p.validation.get('outcome'), 40)", row="validate", runs=True),
+    Field("validity", "text", "_str(p.metrics.get('validity'), 40)", row="bench"),
+    Field("error", "id", "_str(_dict(p.record.get('error')).get('message'), 300)", row="error", runs=True),
+    Field("tags", "list", "[_str(t, 100) for t in (p.record.get('tags') or [])[:20]]", row="tags"),
+    Field("reproduction", "text", "_reproduction(p.record.get('reproduction'))", row="bench validate"),
     # the detail file (bundle) holding the record, set by write_bundle
-    Field("loc", "text", lambda p: "", row={"bench_loc": "bench", "validate_loc": "validate"}, runs=True),
-    Field("dataset", "text", lambda p: dataset_label(p.record), row="validate bench"),
-    Field("config", "text", lambda p: config_label(p.record, SHOWN_BESIDE, empty=""), row="some", runs=True),
+    Field("loc", "text", "''", row={"bench_loc": "bench", "validate_loc": "validate"}, runs=True),
+    Field("dataset", "text", "dataset_label(p.record)", row="validate bench"),
+    Field("config", "text", "config_label(p.record, SHOWN_BESIDE, empty='')", row="some", runs=True),
     # the campaign run that made the record and the worker it ran on (cr campaign run)
-    Field("campaign", "text", lambda p: _str(_dict(p.record.get("campaign")).get("name"), 130), row="bench validate", runs=True),
-    Field("worker", "text", lambda p: _str(_dict(p.record.get("worker")).get("name"), 130), runs=True),
+    Field("campaign", "text", "_str(_dict(p.record.get('campaign')).get('name'), 130)", row="bench validate", runs=True),
+    Field("worker", "text", "_str(_dict(p.record.get('worker')).get('name'), 130)", runs=True),
     # detection: COCO AP@[.5:.95] and AP50 of a validate (cr.runtime.coco_eval)
-    Field("ap", "number", lambda p: _num(p.validation.get("ap")), row="validate"),
-    Field("ap50", "number", lambda p: _num(p.validation.get("ap50")), row="validate"),
+    Field("ap", "number", "_num(p.validation.get('ap'))", row="validate"),
+    Field("ap50", "number", "_num(p.validation.get('ap50'))", row="validate"),
     # 95% intervals of the Pareto plot's figures (cr.results.pareto's rule decides ties with them)
-    Field("p50_lo", "number", lambda p: _interval(p, "p50", "lo"), row="bench"),
-    Field("p50_hi", "number", lambda p: _interval(p, "p50", "hi"), row="bench"),
-    Field("throughput_lo", "number", lambda p: _interval(p, "throughput", "lo"), row="bench"),
-    Field("throughput_hi", "number", lambda p: _interval(p, "throughput", "hi"), row="bench"),
-    Field("top1_lo", "number", lambda p: _interval(p, "top1", "lo"), row="validate"),
-    Field("top1_hi", "number", lambda p: _interval(p, "top1", "hi"), row="validate"),
+    Field("p50_lo", "number", "_interval(p, 'p50', 'lo')", row="bench"),
+    Field("p50_hi", "number", "_interval(p, 'p50', 'hi')", row="bench"),
+    Field("throughput_lo", "number", "_interval(p, 'throughput', 'lo')", row="bench"),
+    Field("throughput_hi", "number", "_interval(p, 'throughput', 'hi')", row="bench"),
+    Field("top1_lo", "number", "_interval(p, 'top1', 'lo')", row="validate"),
+    Field("top1_hi", "number", "_interval(p, 'top1', 'hi')", row="validate"),
     # campaigns and studies: the job that made the record, the tune run (record["study"]: name,
     # trial) and what the study said of the trial; for their records only (the others' are
     # blank: the run list stays small): what ran (_setting) and the figures with intervals
-    Field("campaign_job", "id", lambda p: _str(_dict(p.record.get("campaign")).get("job"), 80), runs=True),
-    Field("study", "text", lambda p: _str(p.study.get("name"), 130), row="bench validate", runs=True),
-    Field("trial", "id", lambda p: _str(p.study.get("trial"), 40), runs=True),
-    Field("study_mark", "text", lambda p: _study_mark(p.study), runs=True),
-    Field("setting", "text", lambda p: _setting(p) if _in_study(p) else "", runs=True),
-    Field("figures", "id", lambda p: _figures(p) if _in_study(p) else "", runs=True),
+    Field("campaign_job", "id", "_str(_dict(p.record.get('campaign')).get('job'), 80)", runs=True),
+    Field("study", "text", "_str(p.study.get('name'), 130)", row="bench validate", runs=True),
+    Field("trial", "id", "_str(p.study.get('trial'), 40)", runs=True),
+    Field("study_mark", "text", "_study_mark(p.study)", runs=True),
+    Field("setting", "text", "_setting(p) if _in_study(p) else ''", runs=True),
+    Field("figures", "id", "_figures(p) if _in_study(p) else ''", runs=True),
     # segmentation, landmarks, regression: their validation metrics (cr.runtime.tasks, docs/tasks.md)
-    Field("miou", "number", lambda p: _num(p.validation.get("miou")), row="validate"),
-    Field("pixel_accuracy", "number", lambda p: _num(p.validation.get("pixel_accuracy")), row="validate"),
-    Field("nme", "number", lambda p: _num(p.validation.get("nme")), row="validate"),
-    Field("mean_error", "number", lambda p: _num(p.validation.get("mean_error")), row="validate"),
-    Field("mae", "number", lambda p: _num(p.validation.get("mae")), row="validate"),
-    Field("rmse", "number", lambda p: _num(p.validation.get("rmse")), row="validate"),
+    Field("miou", "number", "_num(p.validation.get('miou'))", row="validate"),
+    Field("pixel_accuracy", "number", "_num(p.validation.get('pixel_accuracy'))", row="validate"),
+    Field("nme", "number", "_num(p.validation.get('nme'))", row="validate"),
+    Field("mean_error", "number", "_num(p.validation.get('mean_error'))", row="validate"),
+    Field("mae", "number", "_num(p.validation.get('mae'))", row="validate"),
+    Field("rmse", "number", "_num(p.validation.get('rmse'))", row="validate"),
     # what a latency figure covers (the Pareto plot never puts per-sample and per-batch latencies on one axis)
-    Field("query_samples", "number", _query_samples, row="bench"),
+    Field("query_samples", "number", "_query_samples(p)", row="bench"),
 )
 FIELDS = tuple(f.name for f in TABLE)
 F = {name: i for i, name in enumerate(FIELDS)}
 EMPTY = tuple(f.empty for f in TABLE)  # the summary of nothing (its list is shared: copy before changing it)
-_COMPUTE = tuple(f.compute for f in TABLE)
 
 
-def summarise(record: dict, latencies=None) -> list:
-    """The summary row of a record (FIELDS order); latencies: its raw latencies, when at hand."""
-    parts = _Parts(record, latencies)
-    return [compute(parts) for compute in _COMPUTE]
+def _summarise_source() -> str:
+    return ("def summarise(record: dict, latencies=None) -> list:\n"
+            '    """The summary row of a record (FIELDS order); latencies: its raw latencies, when at hand."""\n'
+            "    p = _Parts(record, latencies)\n"
+            f"    return [{', '.join(f'({field.compute})' for field in TABLE)}]\n")
+
+
+def _compile_summarise():
+    """summarise(record, latencies=None): the summary row of a record (FIELDS order), each
+    field's expression evaluated on its _Parts; latencies: its raw latencies, when at hand."""
+    defined: dict = {}
+    exec(compile(_summarise_source(), f"<{__name__}.summarise>", "exec"), globals(), defined)  # names: this module's
+    return defined["summarise"]
+
+
+summarise = _compile_summarise()
 
 
 def study_latencies(record: dict, samples: bytes | None, record_path: str):
