@@ -598,11 +598,22 @@ F = {name: i for i, name in enumerate(FIELDS)}
 EMPTY = tuple(f.empty for f in TABLE)  # the summary of nothing (its list is shared: copy before changing it)
 
 
+# Texts the summaries repeat (names, backends, platforms, labels), one object each: a worker's
+# answer pickles each once (a memo reference after), so the builder unpickles, keeps and
+# frees a fraction of the strings it would otherwise (at most _KEPT_MAX kept at a time).
+_KEPT: dict[str, str] = {}
+_KEPT_MAX = 8192
+_kept = _KEPT.setdefault
+
+
 def _summarise_source() -> str:
+    values = ", ".join(f"_kept(v := ({field.compute}), v)" if field.kind == "text" else f"({field.compute})" for field in TABLE)
     return ("def summarise(record: dict, latencies=None) -> list:\n"
             '    """The summary row of a record (FIELDS order); latencies: its raw latencies, when at hand."""\n'
+            "    if len(_KEPT) > _KEPT_MAX:\n"
+            "        _KEPT.clear()\n"
             "    p = _Parts(record, latencies)\n"
-            f"    return [{', '.join(f'({field.compute})' for field in TABLE)}]\n")
+            f"    return [{values}]\n")
 
 
 def _compile_summarise():
