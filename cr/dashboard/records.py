@@ -103,13 +103,19 @@ def read_fd(fd: int, size: int) -> bytes:
     return data
 
 
-def load(path: str, size: int = -1) -> tuple[dict, bytes, bytes | None]:
+def load(path: str, size: int = -1, stats: list | None = None) -> tuple[dict, bytes, bytes | None]:
     """(record, the JSON text that was parsed, the inline latency list's text or None); Skip when unusable.
 
-    size: the file's size when known (one read, no buffering layer)."""
+    size: the file's size when known (one read, no buffering layer). stats: a list that gets
+    the file's [mtime_ns, size, inode] (taken from the open file: no second path lookup),
+    whose size is then the one read."""
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK)  # a FIFO swapped in after the scan: read empty, never waited on
         try:
+            if stats is not None:
+                st = os.fstat(fd)
+                stats[:] = st.st_mtime_ns, st.st_size, st.st_ino
+                size = st.st_size
             data = read_fd(fd, size)
         finally:
             os.close(fd)
@@ -839,13 +845,14 @@ def write_bundle(bundle: str, items: list[tuple[str, str, int | None, int | None
     out, parts, seen, files = [], [], set(), {}
     for path, name, mtime_ns, size, inode in items:
         try:
-            if size is None:
+            if size is None:  # not stat'ed by the listing: stat'ed here, as it is read
+                stats = [None, None, None]
                 try:
-                    st = os.stat(path)
-                except OSError as exc:
-                    raise Skip(f"cannot read it ({exc.strerror or exc})") from None
-                mtime_ns, size, inode = st.st_mtime_ns, st.st_size, st.st_ino
-            record, text, samples = load(path, size)
+                    record, text, samples = load(path, stats=stats)
+                finally:
+                    mtime_ns, size, inode = stats
+            else:
+                record, text, samples = load(path, size)
         except Skip as exc:
             files[path] = entry = [mtime_ns, size, None, str(exc), inode]
             out.append(entry)
